@@ -1,0 +1,480 @@
+"""egg.yaml: the config model, the built-in defaults, merging, base chains and discovery.
+
+The model is frozen attrs data. Parsing and validating YAML lives in :mod:`egg_core.config_yaml`;
+this module is what the rest of egg uses::
+
+    resolved = discover_config(cwd, config_path=None)   # --config, ./egg.yaml, ~/.egg/egg.yaml
+    resolved.config                                     # the merged EggConfig
+    resolved.files                                      # every file the resolution read
+
+A config names its parent with ``base``: omitted means the built-in default, ``none`` an empty
+slate, a name a file in ``$EGG_HOME/bases``, and ``./x.yaml``/``../x.yaml``/``/abs.yaml`` a file
+relative to the one naming it. Section masks (``base: {name, fs, network, env}``) take a section
+from another resolved chain, or (``none``) from nowhere.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from egg_core.converters import to_tuple
+from egg_core.errors import ConfigError
+from egg_core.paths import egg_home, expand_user, user_home
+
+FS_MODES = ("rw", "ro", "deny", "deny-write")
+NETWORK_MODES = ("enforce", "observe")
+AGENT_DOMAINS = ("merge", "none")
+MAX_BASE_DEPTH = 10
+DEFAULT_SOURCE = "built-in default"
+
+
+@attrs.frozen
+class FsRule:
+    """``mode:path`` — the path as written (``~`` and relative paths are kept)."""
+
+    mode: str
+    path: str
+    source: str = attrs.field(default="", eq=False, repr=False)
+
+    def __str__(self) -> str:
+        return f"{self.mode}:{self.path}"
+
+    def normalized(self, home: Path) -> str:
+        return normalize_path(self.path, home)
+
+
+def normalize_path(path: str, home: Path) -> str:
+    """``~`` expanded, ``.``/``..`` folded, no trailing slash; relative paths stay relative."""
+    expanded = expand_user(path, home)
+    return os.path.normpath(expanded) if expanded else expanded
+
+
+@attrs.frozen(kw_only=True)
+class BaseRef:
+    """The ``base`` key. ``mapping`` records the shape it was written in (for round trips)."""
+
+    name: str | None = None
+    fs: str | None = None
+    network: str | None = None
+    env: str | None = None
+    mapping: bool = False
+
+    @property
+    def masks(self) -> dict[str, str]:
+        return {
+            k: v for k, v in (("fs", self.fs), ("network", self.network), ("env", self.env)) if v
+        }
+
+
+@attrs.frozen(kw_only=True)
+class NetworkConfig:
+    """The ``network`` key.
+
+    ``domains`` holds ``*`` alone for unrestricted network, nothing for no network. ``shape``
+    records how it was written (``none``, ``star``, ``list``, ``mapping``, or ``absent``) so that
+    a legacy scalar or list re-emits as written.
+    """
+
+    domains: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
+    local_ports: tuple[int, ...] = attrs.field(default=(), converter=to_tuple)
+    mode: str | None = None
+    log: bool | None = None
+    agent_domains: str | None = None
+    shape: str = "absent"
+
+    @property
+    def unrestricted(self) -> bool:
+        return "*" in self.domains
+
+    @property
+    def needs_mapping(self) -> bool:
+        """A mapping-only option is set, so the scalar/list shapes cannot express this."""
+        return bool(
+            self.local_ports
+            or self.mode is not None
+            or self.log is not None
+            or self.agent_domains is not None
+        )
+
+    def summary(self) -> str:
+        """``none``, ``*``, or the comma-separated domains (session metadata, ``egg ls``)."""
+        if self.unrestricted:
+            return "*"
+        parts = list(self.domains) + [f"localhost:{p}" for p in self.local_ports]
+        return ",".join(parts) if parts else "none"
+
+
+@attrs.frozen(kw_only=True)
+class EnvConfig:
+    """The ``env`` key: ``*`` (everything) or the variable names passed from the host."""
+
+    names: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
+    shape: str = "absent"  # absent | star | list
+
+    @property
+    def everything(self) -> bool:
+        return "*" in self.names
+
+
+@attrs.frozen(kw_only=True)
+class Resources:
+    """The ``resources`` key, values as written; parsed values come from :mod:`egg_core.units`."""
+
+    cpu: str | int | None = None
+    memory: str | int | None = None
+    max_fds: int | None = None
+    max_pids: int | None = None
+
+    @property
+    def cpu_seconds(self) -> float | None:
+        from egg_core.units import parse_duration
+
+        return None if self.cpu is None else parse_duration(self.cpu)
+
+    @property
+    def memory_bytes(self) -> int | None:
+        from egg_core.units import parse_size
+
+        return None if self.memory is None else parse_size(self.memory)
+
+    @property
+    def any(self) -> bool:
+        return any(v is not None for v in (self.cpu, self.memory, self.max_fds, self.max_pids))
+
+
+@attrs.frozen(kw_only=True)
+class EggConfig:
+    """One egg.yaml, or the result of merging a chain of them."""
+
+    base: BaseRef | None = None
+    fs: tuple[FsRule, ...] = attrs.field(default=(), converter=to_tuple)
+    network: NetworkConfig = NetworkConfig()
+    env: EnvConfig = EnvConfig()
+    resources: Resources = Resources()
+    shell: str | None = None
+    dangerously_skip_permissions: bool = False
+    audit: bool = False
+    trace: bool = False
+    agent_settings: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=to_tuple)
+    #: top-level keys present in the source file, for emitting what was written
+    present: frozenset[str] = attrs.field(default=frozenset(), eq=False, repr=False)
+    source: str = attrs.field(default="", eq=False, repr=False)
+
+    def rules(self, *modes: str) -> list[FsRule]:
+        return [r for r in self.fs if r.mode in modes]
+
+    @property
+    def agent_settings_map(self) -> dict[str, str]:
+        return dict(self.agent_settings)
+
+
+# --- built-in configs --------------------------------------------------------------------------
+
+
+def default_cache_dirs() -> list[str]:
+    """OS-standard cache directories build tools write to (go, npm, pip, cargo): no secrets."""
+    dirs = ["~/.cache", "~/.npm", "~/.cargo/registry", "~/go/pkg/mod"]
+    if sys.platform == "darwin":
+        dirs.insert(0, "~/Library/Caches")
+    return dirs
+
+
+def default_deny_paths() -> list[str]:
+    """Credentials and histories a coding agent has no business reading."""
+    return [
+        "~/.ssh",
+        "~/.gnupg",
+        "~/.aws",
+        "~/.docker",
+        "~/.kube",
+        "~/.netrc",
+        "~/.bash_history",
+        "~/.zsh_history",
+        "~/.local/share/fish/fish_history",
+        "~/.python_history",
+        "~/.node_repl_history",
+        "~/.psql_history",
+        "~/.mysql_history",
+        "~/.sqlite_history",
+    ]
+
+
+def default_config() -> EggConfig:
+    """The restrictive default used when no egg.yaml exists, and the parent of one without base.
+
+    Read-only root (the platforms' default), writable working directory and cache dirs,
+    credentials and shell histories denied, the config itself read-only, a minimal environment,
+    no network.
+    """
+    fs = [FsRule("rw", "./", DEFAULT_SOURCE)]
+    fs += [FsRule("rw", d, DEFAULT_SOURCE) for d in default_cache_dirs()]
+    fs += [FsRule("deny", d, DEFAULT_SOURCE) for d in default_deny_paths()]
+    fs.append(FsRule("deny-write", "./egg.yaml", DEFAULT_SOURCE))
+    return EggConfig(
+        base=BaseRef(name="none"),
+        fs=fs,
+        network=NetworkConfig(shape="none"),
+        env=EnvConfig(names=("HOME", "PATH", "TERM", "LANG", "USER"), shape="list"),
+        present=frozenset({"base", "fs", "network", "env"}),
+        source=DEFAULT_SOURCE,
+    )
+
+
+def unsandboxed_config() -> EggConfig:
+    """The explicit trusted-host policy: an outer VM or container is the boundary.
+
+    Full environment and network, no filesystem or resource rules; egg still keeps the session
+    (PTY persistence) but runs no OS sandbox.
+    """
+    return EggConfig(
+        base=BaseRef(name="none"),
+        network=NetworkConfig(domains=("*",), shape="star"),
+        env=EnvConfig(names=("*",), shape="star"),
+        present=frozenset({"base", "fs", "network", "env"}),
+        source="built-in unsandboxed",
+    )
+
+
+# --- merge -------------------------------------------------------------------------------------
+
+
+def merge_configs(parent: EggConfig, child: EggConfig, home: Path | None = None) -> EggConfig:
+    """``child`` on top of ``parent`` (DESIGN.md §4).
+
+    fs: appended; a child ``ro:``/``rw:`` of a path drops the parent's ``deny:`` of that same
+    normalized path (and a child ``rw:`` also drops a parent ``deny-write:``). network and env:
+    unions, ``*`` wins. resources: per field, the child's value if set. shell: the child's if set.
+    dangerously_skip_permissions, audit, trace: OR. agent_settings: per key, the child wins.
+    """
+    home = home or user_home()
+    child_paths = {r.normalized(home): r.mode for r in child.fs if r.mode in ("ro", "rw")}
+
+    def dropped(rule: FsRule) -> bool:
+        mode = child_paths.get(rule.normalized(home))
+        return (rule.mode == "deny" and mode is not None) or (
+            rule.mode == "deny-write" and mode == "rw"
+        )
+
+    fs: list[FsRule] = []
+    seen: set[tuple[str, str]] = set()
+    for rule in [*(r for r in parent.fs if not dropped(r)), *child.fs]:
+        key = (rule.mode, rule.normalized(home))
+        if key not in seen:
+            seen.add(key)
+            fs.append(rule)
+    return EggConfig(
+        base=None,
+        fs=fs,
+        network=merge_network(parent.network, child.network),
+        env=merge_env(parent.env, child.env),
+        resources=Resources(
+            cpu=_child_wins(parent.resources.cpu, child.resources.cpu),
+            memory=_child_wins(parent.resources.memory, child.resources.memory),
+            max_fds=_child_wins(parent.resources.max_fds, child.resources.max_fds),
+            max_pids=_child_wins(parent.resources.max_pids, child.resources.max_pids),
+        ),
+        shell=_child_wins(parent.shell, child.shell),
+        dangerously_skip_permissions=(
+            parent.dangerously_skip_permissions or child.dangerously_skip_permissions
+        ),
+        audit=parent.audit or child.audit,
+        trace=parent.trace or child.trace,
+        agent_settings=tuple({**dict(parent.agent_settings), **dict(child.agent_settings)}.items()),
+        present=(parent.present | child.present) - {"base"},
+        source=child.source,
+    )
+
+
+def _child_wins(parent: Any, child: Any) -> Any:
+    return parent if child is None else child
+
+
+def _union(a: Iterable[Any], b: Iterable[Any]) -> tuple[Any, ...]:
+    return tuple(dict.fromkeys([*a, *b]))
+
+
+def merge_network(parent: NetworkConfig, child: NetworkConfig) -> NetworkConfig:
+    domains = (
+        ("*",)
+        if parent.unrestricted or child.unrestricted
+        else _union(parent.domains, child.domains)
+    )
+    merged = NetworkConfig(
+        domains=domains,
+        local_ports=_union(parent.local_ports, child.local_ports),
+        mode=_child_wins(parent.mode, child.mode),
+        log=_child_wins(parent.log, child.log),
+        agent_domains=_child_wins(parent.agent_domains, child.agent_domains),
+    )
+    return attrs.evolve(merged, shape=_network_shape(merged, parent.shape, child.shape))
+
+
+def _network_shape(net: NetworkConfig, *shapes: str) -> str:
+    if net.needs_mapping or "mapping" in shapes:
+        return "mapping"
+    if net.unrestricted:
+        return "star"
+    if net.domains:
+        return "list"
+    return "none" if any(s != "absent" for s in shapes) else "absent"
+
+
+def merge_env(parent: EnvConfig, child: EnvConfig) -> EnvConfig:
+    if parent.everything or child.everything:
+        return EnvConfig(names=("*",), shape="star")
+    names = _union(parent.names, child.names)
+    absent = parent.shape == child.shape == "absent"
+    return EnvConfig(names=names, shape="absent" if absent and not names else "list")
+
+
+# --- resolution of base chains -----------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class ResolvedConfig:
+    """A config after its base chain was resolved, and where it came from."""
+
+    config: EggConfig
+    #: the file that was discovered (None for the built-in default)
+    path: Path | None
+    #: every file read while resolving, root first (to keep them read-only in the sandbox)
+    files: tuple[Path, ...] = attrs.field(converter=to_tuple)
+    #: how discovery chose it: --config, ./egg.yaml, $EGG_HOME/egg.yaml or built-in default
+    origin: str
+
+
+class _Resolver:
+    """Resolves base chains with one visited set across the whole resolution tree."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self.environ = environ
+        self.home = user_home(environ)
+        self.bases = egg_home(environ) / "bases"
+        self.seen: list[Path] = []
+
+    def resolve_file(self, path: Path, chain: tuple[Path, ...]) -> EggConfig:
+        from egg_core.config_yaml import load_config_file
+
+        path = Path(os.path.abspath(path))
+        key = Path(os.path.realpath(path))
+        if key in {Path(os.path.realpath(p)) for p in self.seen}:
+            names = " -> ".join(str(p) for p in (*chain, path))
+            where = chain[-1] if chain else path
+            if key in {Path(os.path.realpath(p)) for p in chain}:
+                raise ConfigError(f"{where}: base cycle: {names}")
+            raise ConfigError(
+                f"{where}: base file reached twice in one resolution: {names} "
+                "(it was already read for another base or mask)"
+            )
+        if len(chain) > MAX_BASE_DEPTH:
+            raise ConfigError(
+                f"{chain[-1]}: base chain deeper than {MAX_BASE_DEPTH}: "
+                + " -> ".join(str(p) for p in (*chain, path))
+            )
+        self.seen.append(path)
+        config = load_config_file(path)
+        return self.resolve_loaded(config, path, (*chain, path))
+
+    def resolve_loaded(
+        self, config: EggConfig, path: Path | None, chain: tuple[Path, ...]
+    ) -> EggConfig:
+        base = config.base
+        where = str(path) if path else "<config>"
+        if base is not None and base.name == "none":
+            if base.masks:
+                raise ConfigError(
+                    f"{where}: base: section masks need a base to mask, but base name is 'none'"
+                )
+            parent = None
+        elif base is None or base.name is None:
+            parent = default_config()
+        else:
+            parent = self.resolve_file(self.locate(base.name, path), chain)
+        if base is not None and base.masks:
+            assert parent is not None
+            parent = self.apply_masks(parent, base, path, chain)
+        if parent is None:
+            return attrs.evolve(config, base=None)
+        return merge_configs(parent, config, self.home)
+
+    def apply_masks(
+        self, parent: EggConfig, base: BaseRef, path: Path | None, chain: tuple[Path, ...]
+    ) -> EggConfig:
+        changes: dict[str, Any] = {}
+        for section, mask in base.masks.items():
+            if mask == "none":
+                supplier = EggConfig()
+            else:
+                supplier = self.resolve_file(self.locate(mask, path), chain)
+            changes[section] = getattr(supplier, section)
+        return attrs.evolve(parent, **changes)
+
+    def locate(self, ref: str, referrer: Path | None) -> Path:
+        where = str(referrer) if referrer else "<config>"
+        if ref.startswith(("./", "../", "/", "~/")) or ref in (".", ".."):
+            target = Path(expand_user(ref, self.home))
+            if not target.is_absolute():
+                target = (referrer.parent if referrer else Path.cwd()) / target
+        else:
+            if "/" in ref or ref.startswith(".") or "\\" in ref:
+                raise ConfigError(
+                    f"{where}: base: {ref!r} is neither a base name nor a ./, ../ or / path"
+                )
+            target = self.bases / f"{ref}.yaml"
+        if not target.is_file():
+            raise ConfigError(f"{where}: base: {ref!r} not found (looked for {target})")
+        return target
+
+
+def resolve_config_file(
+    path: str | os.PathLike[str], environ: Mapping[str, str] | None = None
+) -> tuple[EggConfig, tuple[Path, ...]]:
+    """Load ``path`` and resolve its base chain; return the merged config and every file read."""
+    resolver = _Resolver(os.environ if environ is None else environ)
+    config = resolver.resolve_file(Path(path), ())
+    return config, tuple(resolver.seen)
+
+
+def resolve_config(
+    config: EggConfig, path: Path | None = None, environ: Mapping[str, str] | None = None
+) -> EggConfig:
+    """Resolve the base chain of an already-loaded config (bases relative to ``path``)."""
+    resolver = _Resolver(os.environ if environ is None else environ)
+    if path is not None:
+        resolver.seen.append(Path(os.path.abspath(path)))
+    chain = (Path(os.path.abspath(path)),) if path else ()
+    return resolver.resolve_loaded(config, path, chain)
+
+
+def discover_config(
+    cwd: str | os.PathLike[str] | None = None,
+    config_path: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ResolvedConfig:
+    """``--config PATH``, else ``./egg.yaml``, else ``$EGG_HOME/egg.yaml``, else the default."""
+    env = os.environ if environ is None else environ
+    here = Path(cwd) if cwd is not None else Path.cwd()
+    if config_path is not None:
+        path = Path(config_path)
+        if not path.is_absolute():
+            path = here / path
+        if not path.exists():
+            raise ConfigError(f"{config_path}: no such config file")
+        if path.is_dir():
+            raise ConfigError(f"{config_path}: is a directory, not a config file")
+        config, files = resolve_config_file(path, env)
+        return ResolvedConfig(config=config, path=path, files=files, origin="--config")
+    for candidate, origin in (
+        (here / "egg.yaml", "./egg.yaml"),
+        (egg_home(env) / "egg.yaml", "$EGG_HOME/egg.yaml"),
+    ):
+        if candidate.is_file():
+            config, files = resolve_config_file(candidate, env)
+            return ResolvedConfig(config=config, path=candidate, files=files, origin=origin)
+    return ResolvedConfig(config=default_config(), path=None, files=(), origin=DEFAULT_SOURCE)

@@ -1,0 +1,159 @@
+"""The egg extension API: every hook a plugin can implement, in one place.
+
+A plugin is a module (or object) registered under the ``egg`` entry-point group. It implements
+hooks by defining functions with the names below, decorated with :data:`hookimpl`::
+
+    from egg_core.hookspecs import hookimpl
+    from egg_core.profiles import AgentProfile, Grant
+
+    @hookimpl
+    def egg_register_agents(register):
+        register(AgentProfile(name="mine", description="...", binary="mine",
+                              domains=[Grant("api.mine.dev", "the agent's model API")]))
+
+Only functions carrying the marker count as hooks; a stray ``egg_*`` function without it is
+ignored, and a marked function whose name is not a hook below is reported as that plugin's load
+error (``egg plugins``) instead of breaking every command.
+
+Ordering: third-party plugins are registered before the built-in ones, and pluggy calls the most
+recently registered implementation first. A built-in *default* in a ``firstresult`` hook is
+therefore marked ``trylast`` so that any third-party implementation wins.
+
+Hooks are grouped by when they fire: registration (once per command, when the core asks for the
+agents, platforms or tools), history (around a session), session lifecycle, and the CLI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from egg_core.cli.registry import CommandRegistry
+    from egg_core.config import EggConfig
+    from egg_core.history import CapturedHistory, HistoryContext, RestoredHistory
+    from egg_core.profiles import AgentProfile
+    from egg_core.sandbox import Platform
+    from egg_core.session.info import SessionInfo
+    from egg_core.tools import Tool
+
+PROJECT_NAME = "egg"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+RegisterAgent = Callable[["AgentProfile"], None]
+RegisterPlatform = Callable[["Platform"], None]
+RegisterTool = Callable[["Tool"], None]
+
+
+# --- registration -------------------------------------------------------------------------------
+
+
+@hookspec
+def egg_register_agents(register: RegisterAgent) -> None:
+    """Register the agent profiles this plugin provides.
+
+    Fires whenever a command needs to know the agents (``egg explain``, ``egg run``,
+    ``egg exec``, the contract tests). Call ``register(profile)`` once per
+    :class:`~egg_core.profiles.AgentProfile`; a plugin may register several. Two plugins
+    registering the same agent name is an error that names both plugins.
+
+    :param register: callback taking one ``AgentProfile``.
+    :return: nothing; the return value is ignored.
+    """
+
+
+@hookspec
+def egg_register_platforms(register: RegisterPlatform) -> None:
+    """Register the sandbox platforms this plugin provides.
+
+    Fires when a command must choose or describe a platform (``egg exec``, ``egg run``,
+    ``egg explain``, ``egg doctor``). Call ``register(platform)`` with an instance of a
+    :class:`~egg_core.sandbox.Platform` subclass. Platform names are unique across plugins.
+
+    :param register: callback taking one ``Platform``.
+    :return: nothing; the return value is ignored.
+    """
+
+
+@hookspec
+def egg_register_tools(register: RegisterTool, config: EggConfig) -> None:
+    """Register privileged host tools that a sandboxed agent may call through ``egg tool-call``.
+
+    Fires when a session starts its tool socket or the MCP server starts. The built-in tools
+    plugin registers the shell ``run:`` tools from ``$EGG_HOME/tools/*.yaml``; any plugin may add
+    Python-callable tools.
+
+    :param register: callback taking one :class:`~egg_core.tools.Tool`.
+    :param config: the resolved egg.yaml of the session, for tools that depend on it.
+    :return: nothing; the return value is ignored.
+    """
+
+
+# --- history ------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def egg_history_capture(agent: AgentProfile, ctx: HistoryContext) -> CapturedHistory | None:
+    """Copy the agent's native conversation history into the session directory.
+
+    Fires while a session runs (periodically) and once after it exits. Implemented by the plugin
+    that knows the agent's on-disk format. ``firstresult``: the first non-None result wins.
+
+    :param agent: the profile of the agent the session runs.
+    :param ctx: paths of the session (cwd, home, session dir) and the session's start time.
+    :return: what was captured, or None to decline (not your agent, nothing to capture).
+    """
+
+
+@hookspec(firstresult=True)
+def egg_history_restore(agent: AgentProfile, ctx: HistoryContext) -> RestoredHistory | None:
+    """Put a captured history back where the agent looks for it, before ``egg run --resume``.
+
+    ``firstresult``: the first non-None result wins.
+
+    :param agent: the profile of the agent being resumed.
+    :param ctx: paths of the session whose ``chat.*`` files are restored.
+    :return: the agent's own session id to pass to its resume flag, or None to decline.
+    """
+
+
+# --- session lifecycle --------------------------------------------------------------------------
+
+
+@hookspec
+def egg_session_started(session: SessionInfo) -> None:
+    """Fires in the session daemon once the sandboxed command has started.
+
+    :param session: id, directory, agent, command and platform of the session.
+    :return: nothing; the return value is ignored.
+    """
+
+
+@hookspec
+def egg_session_ended(session: SessionInfo, exit_code: int) -> None:
+    """Fires in the session daemon after the sandboxed command has exited.
+
+    :param session: the session that ended.
+    :param exit_code: the command's exit code (128+N when killed by signal N).
+    :return: nothing; the return value is ignored.
+    """
+
+
+# --- command line -------------------------------------------------------------------------------
+
+
+@hookspec
+def egg_cli_commands(cli: CommandRegistry) -> None:
+    """Add subcommands to ``egg``.
+
+    Fires when the CLI is asked for a command it does not define itself, or for ``--help``.
+    Call ``cli.register(Command(...))``; a name that clashes with a built-in command is an error
+    naming the plugin.
+
+    :param cli: the registry of subcommands.
+    :return: nothing; the return value is ignored.
+    """

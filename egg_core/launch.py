@@ -1,0 +1,127 @@
+"""From "run this agent/command here" to a resolved plan: config, profile, policy, platform, env.
+
+``egg explain``, ``egg exec`` and ``egg run`` all start here, so what explain shows is what the
+others enforce. Nothing is started by planning.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import attrs
+
+from egg_core import registry
+from egg_core.config import ResolvedConfig, discover_config
+from egg_core.converters import to_tuple
+from egg_core.env import build_env
+from egg_core.paths import egg_home, user_home
+from egg_core.plugins import EggPluginManager
+from egg_core.policy import (
+    EffectivePolicy,
+    launcher_paths,
+    protected_paths,
+    resolve_policy,
+)
+from egg_core.profiles import AgentProfile, unknown_agent_profile
+from egg_core.selection import Selection, select_platform
+
+DEFAULT_AGENT = "shell"
+
+
+@attrs.frozen(kw_only=True)
+class Plan:
+    resolved: ResolvedConfig
+    profile: AgentProfile
+    known_agent: bool
+    policy: EffectivePolicy
+    selection: Selection
+    argv: tuple[str, ...] = attrs.field(converter=to_tuple)
+    env: Mapping[str, str]
+    cwd: Path
+    egg_home: Path
+
+
+def default_shell(config_shell: str | None, environ: Mapping[str, str]) -> str:
+    return config_shell or environ.get("SHELL") or "/bin/sh"
+
+
+def plan_launch(
+    pm: EggPluginManager,
+    *,
+    environ: Mapping[str, str],
+    cwd: Path,
+    agent: str | None = None,
+    command: Sequence[str] = (),
+    agent_args: Sequence[str] = (),
+    config_path: str | None = None,
+    platform: str | None = None,
+    skip_permissions: bool = False,
+    resume_id: str | None = None,
+) -> Plan:
+    """Resolve everything needed to start ``command`` (or the agent) in the sandbox.
+
+    ``command`` replaces the agent's own command line (``egg exec -- CMD``, ``egg run -- CMD``);
+    ``agent_args`` extend it (``egg run claude --model x``).
+    """
+    resolved = discover_config(cwd, config_path, environ)
+    agents = registry.agents(pm)
+    name = agent or DEFAULT_AGENT
+    known = name in agents
+    profile = agents[name].obj if known else unknown_agent_profile(name)
+    home = user_home(environ)
+    egg_dir = egg_home(environ)
+    protected = protected_paths(resolved.files, egg_dir, launcher_paths(environ))
+    policy = resolve_policy(
+        resolved.config,
+        profile,
+        home=home,
+        cwd=cwd,
+        environ=environ,
+        protected=protected,
+        skip_permissions=skip_permissions,
+    )
+    selection = select_platform(registry.platforms(pm), policy, platform, environ)
+    if selection.outer_boundary:
+        # The platform enforces nothing: the agent sees the host as the outer boundary allows.
+        env = dict(environ)
+        env.update({d.name: environ.get(d.name, d.value) for d in policy.set_env})
+        for marker in [k for k in env if k in _session_markers()]:
+            del env[marker]
+    else:
+        env = build_env(policy, environ)
+    if command:
+        argv = list(command)
+    elif profile.binary is None:
+        argv = [default_shell(resolved.config.shell, environ), *agent_args]
+    else:
+        argv = profile.build_argv(
+            agent_args, skip_permissions=policy.skip_permissions, resume_id=resume_id
+        )
+    return Plan(
+        resolved=resolved,
+        profile=profile,
+        known_agent=known,
+        policy=policy,
+        selection=selection,
+        argv=argv,
+        env=env,
+        cwd=cwd,
+        egg_home=egg_dir,
+    )
+
+
+def _session_markers() -> frozenset[str]:
+    from egg_core.env import SESSION_MARKERS
+
+    return SESSION_MARKERS
+
+
+def find_command(argv0: str, env: Mapping[str, str], cwd: Path) -> str | None:
+    """Where ``argv0`` would be found with the sandbox's PATH; None if nowhere."""
+    if "/" in argv0:
+        path = argv0 if os.path.isabs(argv0) else str(cwd / argv0)
+        return path if os.path.exists(path) else None
+    return shutil.which(argv0, path=env.get("PATH", os.defpath))

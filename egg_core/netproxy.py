@@ -1,0 +1,459 @@
+"""The host-side filtering proxy: the only way out of a sandbox whose network is an allowlist.
+
+Inside the sandbox there is no route to anywhere; a small listener on the sandbox's 127.0.0.1
+forwards to this proxy over a Unix socket, and the proxy variables point at that listener. So the
+allowlist is *enforced* for every client: one that ignores the proxy variables simply has no route.
+
+The proxy speaks HTTP CONNECT (any TLS or TCP protocol) and plain HTTP forwarding. For each request
+it decides, and writes the decision as one JSON line to ``network.log``:
+- the host must be on the list (exact, or ``*.example.com`` for its subdomains), on port 80 or 443
+  unless the entry names a port (``api.example.com:8443``);
+- the name is resolved here, and refused if any address is loopback, private, link-local or
+  otherwise not global (so an allowed name cannot be pointed at the host or the cloud metadata
+  endpoint); only an explicitly forwarded local port may reach loopback, and an IP literal that the
+  user listed themselves is taken at their word;
+- the connection goes to the address that was checked, not to a second lookup (no rebinding race).
+``mode: observe`` allows everything and logs what enforce mode would have denied. Tests inject a
+resolver so that the allow path can be exercised against loopback listeners only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from egg_core.converters import to_tuple
+
+Resolver = Callable[[str, int], Awaitable[list[str]]]
+Connector = Callable[[str, int], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
+TEST_SEAM_ENV = "EGG_TEST_NETWORK"
+MAX_HEAD = 64 * 1024
+DEFAULT_PORTS = (80, 443)
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
+
+
+async def system_resolver(host: str, port: int) -> list[str]:
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        addr = ipaddress.ip_address(text.strip("[]").split("%")[0])
+    except ValueError:
+        return None
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        return addr.ipv4_mapped
+    return addr
+
+
+@attrs.frozen
+class Decision:
+    allow: bool
+    reason: str
+    address: str | None = None  # the checked address to connect to
+    would_deny: bool = False  # observe mode: enforce would have denied
+
+
+@attrs.frozen(kw_only=True)
+class NetworkRules:
+    """The allowlist part of an effective policy."""
+
+    domains: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
+    local_ports: tuple[int, ...] = attrs.field(default=(), converter=to_tuple)
+    mode: str = "enforce"
+
+    def match(self, host: str, port: int) -> tuple[bool, str]:
+        """Whether (host, port) is on the list, and which entry (or why not)."""
+        host = host.lower().rstrip(".")
+        for entry in self.domains:
+            name, _, entry_port = (
+                entry.lower().rpartition(":")
+                if _has_port(entry)
+                else (
+                    entry.lower(),
+                    "",
+                    "",
+                )
+            )
+            name = name.rstrip(".").strip("[]")
+            ports = (int(entry_port),) if entry_port else DEFAULT_PORTS
+            if name == "*":
+                return True, "network '*'"
+            if name.startswith("*."):
+                hit = host.endswith(name[1:]) and host != name[2:]
+            else:
+                hit = host == name
+            if hit and port in ports:
+                return True, f"allowed by {entry}"
+            if hit:
+                return False, f"port {port} is not allowed for {entry} (only {_ports(ports)})"
+        return False, "host not on the allowlist"
+
+
+def _has_port(entry: str) -> bool:
+    if entry.startswith("["):
+        return "]:" in entry
+    return entry.count(":") == 1
+
+
+def _ports(ports: Iterable[int]) -> str:
+    return ", ".join(str(p) for p in ports)
+
+
+class DecisionLog:
+    """``network.log``: one JSON object per decision, flushed as it is written."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._handle = open(path, "a", buffering=1) if path is not None else None  # noqa: SIM115
+        self._lock = threading.Lock()
+
+    def write(self, **record: Any) -> None:
+        if self._handle is None:
+            return
+        record = {"time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "Z", **record}
+        with self._lock:
+            self._handle.write(json.dumps(record, sort_keys=False) + "\n")
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
+class FilteringProxy:
+    """Serves the proxy and the local-port forwards on Unix sockets, in an asyncio loop."""
+
+    def __init__(
+        self,
+        rules: NetworkRules,
+        log: DecisionLog,
+        resolver: Resolver | None = None,
+        connector: Connector | None = None,
+    ) -> None:
+        self.rules = rules
+        self.log = log
+        self.resolver = resolver or system_resolver
+        self.connector = connector or _open_connection
+        self._servers: list[asyncio.AbstractServer] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # -- decisions
+
+    async def decide(self, host: str, port: int) -> Decision:
+        listed, why = self.rules.match(host, port)
+        literal = _ip(host)
+        loopback_name = host.lower().rstrip(".") in LOOPBACK_NAMES
+        if (literal is not None and literal.is_loopback) or loopback_name:
+            if port in self.rules.local_ports:
+                return Decision(True, f"forwarded local port {port}", "127.0.0.1")
+            return self._deny(f"loopback port {port} is not a forwarded local port")
+        if not listed:
+            return self._deny(why)
+        if literal is not None:
+            # the user listed this address themselves
+            return Decision(True, why, str(literal))
+        try:
+            addresses = await asyncio.wait_for(self.resolver(host, port), timeout=10)
+        except (TimeoutError, OSError, UnicodeError) as exc:
+            return Decision(False, f"cannot resolve {host}: {exc.__class__.__name__}")
+        if not addresses:
+            return Decision(False, f"cannot resolve {host}")
+        for text in addresses:
+            addr = _ip(text)
+            if addr is None:
+                return self._deny(f"{host} resolved to an unparseable address {text!r}")
+            if addr.is_loopback:
+                if port in self.rules.local_ports:
+                    continue
+                return self._deny(f"{host} resolves to loopback {addr}")
+            if not addr.is_global:
+                return self._deny(f"{host} resolves to non-public address {addr}")
+        address = addresses[0]
+        if _ip(address) is not None and _ip(address).is_loopback:  # type: ignore[union-attr]
+            address = "127.0.0.1"
+        return Decision(True, why, address)
+
+    def _deny(self, reason: str) -> Decision:
+        if self.rules.mode == "observe":
+            return Decision(True, reason, None, would_deny=True)
+        return Decision(False, reason)
+
+    # -- serving
+
+    async def start(self, proxy_socket: Path, port_sockets: dict[int, Path]) -> None:
+        self._servers.append(
+            await asyncio.start_unix_server(self._handle_proxy, path=str(proxy_socket))
+        )
+        for port, path in port_sockets.items():
+
+            async def forward(
+                r: asyncio.StreamReader, w: asyncio.StreamWriter, p: int = port
+            ) -> None:
+                await self._handle_forward(r, w, p)
+
+            self._servers.append(await asyncio.start_unix_server(forward, path=str(path)))
+        for path in [proxy_socket, *port_sockets.values()]:
+            os.chmod(path, 0o600)
+
+    async def close(self) -> None:
+        for server in self._servers:
+            server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        for server in self._servers:
+            with contextlib.suppress(Exception):
+                await server.wait_closed()
+
+    def _track(self) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _handle_forward(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, port: int
+    ) -> None:
+        self._track()
+        self.log.write(
+            host="127.0.0.1",
+            port=port,
+            decision="allow",
+            reason="forwarded local port",
+            method="TCP",
+        )
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError as exc:
+            self.log.write(
+                host="127.0.0.1", port=port, decision="error", reason=str(exc), method="TCP"
+            )
+            writer.close()
+            return
+        await _pipe_both(reader, writer, up_reader, up_writer)
+
+    async def _handle_proxy(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        self._track()
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+            writer.close()
+            return
+        if len(head) > MAX_HEAD:
+            await _respond(writer, 431, "request head too large")
+            return
+        lines = head.decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ")
+        if len(parts) != 3:
+            await _respond(writer, 400, "malformed request line")
+            return
+        method, target, version = parts
+        if method.upper() == "CONNECT":
+            host, port = _split_host_port(target, 443)
+        else:
+            host, port, target = _absolute_target(target)
+        if not host or port is None:
+            await _respond(writer, 400, "expected CONNECT host:port or an absolute http:// URL")
+            return
+        decision = await self.decide(host, port)
+        self.log.write(
+            host=host,
+            port=port,
+            decision="allow" if decision.allow else "deny",
+            reason=decision.reason,
+            method=method.upper(),
+            **({"would_deny": True} if decision.would_deny else {}),
+        )
+        if not decision.allow:
+            await _respond(writer, 403, f"egg: {host}:{port} blocked: {decision.reason}")
+            return
+        connect_to = decision.address or host
+        try:
+            up_reader, up_writer = await asyncio.wait_for(
+                self.connector(connect_to, port), timeout=30
+            )
+        except (TimeoutError, OSError) as exc:
+            await _respond(writer, 502, f"egg: cannot connect to {host}:{port}: {exc}")
+            return
+        if method.upper() == "CONNECT":
+            writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+            await writer.drain()
+        else:
+            up_writer.write(_forward_head(method, target, version, lines[1:]))
+            await up_writer.drain()
+        await _pipe_both(reader, writer, up_reader, up_writer)
+
+
+async def _open_connection(
+    host: str, port: int
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    return await asyncio.open_connection(host, port)
+
+
+def test_network_seam(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The test seam, from ``EGG_TEST_NETWORK=name=ADDRESS@127.0.0.1:PORT,...``.
+
+    ``name`` resolves to ADDRESS (a public-looking address, so the address checks run as in
+    production), and a connection to ADDRESS is made to the loopback PORT instead: tests exercise
+    the allow path without any traffic leaving the machine. Targets must be loopback.
+    """
+    raw = environ.get(TEST_SEAM_ENV)
+    if not raw:
+        return {}
+    names: dict[str, str] = {}
+    targets: dict[str, tuple[str, int]] = {}
+    for item in raw.split(","):
+        name, _, rest = item.partition("=")
+        address, _, target = rest.partition("@")
+        host, _, port = target.rpartition(":")
+        if not (name and address and host and port.isdigit()):
+            continue
+        if not (_ip(host) is not None and _ip(host).is_loopback):  # type: ignore[union-attr]
+            continue
+        names[name.lower()] = address
+        targets[address] = (host, int(port))
+
+    async def resolve(host: str, port: int) -> list[str]:
+        if host.lower() in names:
+            return [names[host.lower()]]
+        raise OSError(f"{TEST_SEAM_ENV} does not know {host}")
+
+    async def connect(host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        target_host, target_port = targets.get(host, (host, port))
+        return await asyncio.open_connection(target_host, target_port)
+
+    return {"resolver": resolve, "connector": connect}
+
+
+def _split_host_port(text: str, default: int) -> tuple[str, int | None]:
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port_text = rest[1:] if rest.startswith(":") else ""
+    else:
+        host, _, port_text = text.rpartition(":") if ":" in text else (text, "", "")
+    try:
+        port = int(port_text) if port_text else default
+    except ValueError:
+        return host, None
+    if not 0 < port < 65536:
+        return host, None
+    return host, port
+
+
+def _absolute_target(target: str) -> tuple[str, int | None, str]:
+    """``http://host[:port]/path`` -> (host, port, ``/path``); only plain http is forwarded."""
+    if not target.lower().startswith("http://"):
+        return "", None, target
+    rest = target[7:]
+    authority, slash, path = rest.partition("/")
+    authority = authority.rpartition("@")[2]
+    host, port = _split_host_port(authority, 80)
+    return host, port, "/" + path if slash else "/"
+
+
+def _forward_head(method: str, path: str, version: str, headers: list[str]) -> bytes:
+    kept = [
+        h
+        for h in headers
+        if h and not h.lower().startswith(("proxy-", "connection:", "keep-alive:"))
+    ]
+    kept.append("Connection: close")
+    return f"{method} {path} {version}\r\n".encode("latin-1") + (
+        "\r\n".join(kept) + "\r\n\r\n"
+    ).encode("latin-1")
+
+
+async def _respond(writer: asyncio.StreamWriter, status: int, message: str) -> None:
+    reasons = {
+        400: "Bad Request",
+        403: "Forbidden",
+        431: "Request Header Fields Too Large",
+        502: "Bad Gateway",
+    }
+    body = (message + "\n").encode()
+    writer.write(
+        f"HTTP/1.1 {status} {reasons.get(status, 'Error')}\r\nContent-Type: text/plain\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+        + body
+    )
+    with contextlib.suppress(ConnectionError):
+        await writer.drain()
+    writer.close()
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    except (ConnectionError, asyncio.CancelledError):
+        pass
+    finally:
+        with contextlib.suppress(Exception):
+            if writer.can_write_eof():
+                writer.write_eof()
+
+
+async def _pipe_both(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    up_reader: asyncio.StreamReader,
+    up_writer: asyncio.StreamWriter,
+) -> None:
+    try:
+        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+    finally:
+        for w in (writer, up_writer):
+            w.close()
+
+
+class ProxyThread:
+    """Runs a :class:`FilteringProxy` in a background thread, for synchronous callers."""
+
+    def __init__(self, proxy: FilteringProxy, proxy_socket: Path, port_sockets: dict[int, Path]):
+        self.proxy = proxy
+        self._args = (proxy_socket, port_sockets)
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="egg-netproxy", daemon=True)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_until_complete(self.proxy.start(*self._args))
+        except BaseException as exc:
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        self._loop.run_forever()
+        self._loop.run_until_complete(self.proxy.close())
+        self._loop.close()
+
+    def start(self) -> None:
+        self._thread.start()
+        self._ready.wait(10)
+        if self._error is not None:
+            raise self._error
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(5)
+        self.proxy.log.close()

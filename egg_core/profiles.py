@@ -1,0 +1,138 @@
+"""What an agent needs from the host, declared as data by the agent's plugin.
+
+The sandbox is the user's egg.yaml *plus* the holes an agent needs to run at all (its API domains,
+its config directory, its key variable). A profile lists those holes, each with the reason a
+reviewer reads in ``egg explain``: an addition nobody can see is an addition nobody can review.
+Profiles are plain frozen data so policy resolution stays a pure function; the only behaviour is
+:meth:`AgentProfile.build_argv`, which an agent with an unusual command line may override by
+passing ``argv_builder``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import attrs
+
+from egg_core.converters import to_tuple
+
+
+@attrs.frozen
+class Grant:
+    """One hole an agent needs: a domain, a variable name, a directory, a port — and why."""
+
+    value: str
+    reason: str
+
+
+@attrs.frozen
+class EnvDefault:
+    """A variable the agent should see set to ``value`` unless the host or config sets it."""
+
+    name: str
+    value: str
+    reason: str
+
+
+@attrs.frozen
+class PlatformGrant:
+    """A variable name only needed on one OS (``sys.platform`` value, e.g. ``darwin``)."""
+
+    platform: str
+    name: str
+    reason: str
+
+
+@attrs.frozen
+class PortGrant:
+    """A host loopback port the agent talks to (a local model server, for instance)."""
+
+    port: int
+    reason: str
+
+
+@attrs.frozen(kw_only=True)
+class ArgvRequest:
+    """What the caller wants from the agent's command line."""
+
+    args: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
+    skip_permissions: bool = False
+    resume_id: str | None = None
+    session_id: str | None = None
+
+
+ArgvBuilder = Callable[["AgentProfile", ArgvRequest], list[str]]
+
+
+@attrs.frozen(kw_only=True)
+class AgentProfile:
+    """Everything egg must know to run one agent, and nothing it must guess.
+
+    Paths in ``write_dirs``, ``write_prefix_dirs``, ``settings_files`` and ``session_dir`` are
+    relative to ``$HOME``. A *prefix* dir also covers its siblings that share the prefix:
+    ``.claude`` makes ``~/.claude/`` and ``~/.claude.json`` writable.
+    """
+
+    name: str
+    description: str
+    binary: str | None = None
+    domains: tuple[Grant, ...] = attrs.field(default=(), converter=to_tuple)
+    env_vars: tuple[Grant, ...] = attrs.field(default=(), converter=to_tuple)
+    set_env: tuple[EnvDefault, ...] = attrs.field(default=(), converter=to_tuple)
+    platform_env: tuple[PlatformGrant, ...] = attrs.field(default=(), converter=to_tuple)
+    write_dirs: tuple[Grant, ...] = attrs.field(default=(), converter=to_tuple)
+    write_prefix_dirs: tuple[Grant, ...] = attrs.field(default=(), converter=to_tuple)
+    settings_files: tuple[Grant, ...] = attrs.field(default=(), converter=to_tuple)
+    local_ports: tuple[PortGrant, ...] = attrs.field(default=(), converter=to_tuple)
+    provider_url_vars: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
+    #: set only when the user asks to skip the agent's permission prompts (an agent whose
+    #: interactive mode has no flag for it, like opencode's TUI, takes an environment variable)
+    skip_permissions_env: tuple[EnvDefault, ...] = attrs.field(default=(), converter=to_tuple)
+    session_dir: str | None = None
+    resume_flag: str | None = None
+    session_id_flag: str | None = None
+    skip_permissions_flag: str | None = None
+    argv_builder: ArgvBuilder | None = attrs.field(default=None, eq=False)
+
+    def build_argv(
+        self,
+        args: Sequence[str] = (),
+        *,
+        skip_permissions: bool = False,
+        resume_id: str | None = None,
+        session_id: str | None = None,
+    ) -> list[str]:
+        """The agent's command line: binary, then egg-controlled flags, then the user's args."""
+        request = ArgvRequest(
+            args=tuple(args),
+            skip_permissions=skip_permissions,
+            resume_id=resume_id,
+            session_id=session_id,
+        )
+        if self.argv_builder is not None:
+            return list(self.argv_builder(self, request))
+        return default_argv(self, request)
+
+
+def default_argv(profile: AgentProfile, request: ArgvRequest) -> list[str]:
+    """``binary [skip-flag] [resume-flag ID | session-id-flag ID] args…``."""
+    if not profile.binary:
+        return list(request.args)
+    argv = [profile.binary]
+    if request.skip_permissions and profile.skip_permissions_flag:
+        argv.append(profile.skip_permissions_flag)
+    if request.resume_id and profile.resume_flag:
+        argv += [profile.resume_flag, request.resume_id]
+    elif request.session_id and profile.session_id_flag:
+        argv += [profile.session_id_flag, request.session_id]
+    argv += request.args
+    return argv
+
+
+def unknown_agent_profile(name: str) -> AgentProfile:
+    """The restrictive profile for an agent no plugin knows: run ``name``, drill nothing."""
+    return AgentProfile(
+        name=name,
+        description=f"unknown agent {name!r}: no plugin registers it, so no holes are drilled",
+        binary=name,
+    )

@@ -1,0 +1,203 @@
+"""The platform contract: how an effective policy becomes a sandboxed process.
+
+A platform (linux-ns, macos-seatbelt, unsandboxed, or a third party's) states what it *can*
+enforce as a set of capability names, says whether it is usable on this host, previews the exact
+command it would run (``egg explain``), and prepares a launch: argv, environment, file descriptors
+to pass, and cleanup. Selection never falls back to a weaker platform: a policy needing a
+capability the chosen platform lacks is an :class:`~egg_core.errors.EnforcementError` listing each
+gap and its fix.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from egg_core.converters import to_tuple
+
+if TYPE_CHECKING:
+    from egg_core.policy import EffectivePolicy
+
+# Capability names. A policy needs a subset of these; a platform declares the ones it enforces.
+FS_DENY_READ = "fs.deny-read"  # deny: paths are unreadable
+FS_RESTRICT_WRITE = "fs.restrict-write"  # writes only where rw: allows
+FS_JAIL = "fs.jail"  # deny:/ exposes only the listed paths
+NET_NONE = "net.none"  # no network at all
+NET_LOCAL = "net.local"  # only forwarded loopback ports
+NET_FILTERED = "net.filtered"  # only allowlisted domains, enforced for every client
+NET_FULL = "net.full"  # unrestricted network
+SYSCALL_FILTER = "syscall.filter"  # the escape-syscall denylist
+LIMIT_CPU = "limit.cpu"
+LIMIT_MEMORY = "limit.memory"
+LIMIT_PIDS = "limit.pids"
+LIMIT_FDS = "limit.fds"
+ENV_FILTER = "env.filter"  # the process sees only the filtered environment
+
+CAPABILITIES = frozenset(
+    {
+        FS_DENY_READ,
+        FS_RESTRICT_WRITE,
+        FS_JAIL,
+        NET_NONE,
+        NET_LOCAL,
+        NET_FILTERED,
+        NET_FULL,
+        SYSCALL_FILTER,
+        LIMIT_CPU,
+        LIMIT_MEMORY,
+        LIMIT_PIDS,
+        LIMIT_FDS,
+        ENV_FILTER,
+    }
+)
+
+
+@attrs.frozen
+class Availability:
+    """Whether a platform can run on this host, and if not, why (and how to fix it)."""
+
+    ok: bool
+    reason: str
+
+    def __iter__(self) -> Any:  # allows ``ok, reason = platform.available()``
+        return iter((self.ok, self.reason))
+
+
+@attrs.frozen(kw_only=True)
+class Launch:
+    """Everything a platform needs to start one sandboxed command."""
+
+    policy: EffectivePolicy
+    argv: tuple[str, ...] = attrs.field(converter=to_tuple)
+    env: Mapping[str, str]
+    cwd: Path
+    work_dir: Path  # private, host-only directory for this run (session dir or a temp dir)
+    egg_home: Path  # caches a platform may keep (never visible inside a sandbox)
+    tty: bool = False
+    network_log: Path | None = None  # where network decisions go (default: work_dir)
+
+
+@attrs.define
+class Prepared:
+    """A launch made ready: run ``argv`` with ``env`` in ``cwd``, passing ``pass_fds``.
+
+    ``preexec_fn`` (if any) runs in the child between fork and exec. ``cleanup()`` undoes every
+    side effect of preparing (helper processes, temp files, cgroups); it is idempotent and must be
+    called on every exit path — ``Prepared`` is a context manager for that reason.
+    """
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    pass_fds: tuple[int, ...] = ()
+    preexec_fn: Callable[[], None] | None = None
+    #: signals the spawned process must start with ignored (the platform restores them for the
+    #: command itself); a sandbox's outer monitor must survive the terminal's Ctrl-C
+    ignore_signals: tuple[int, ...] = ()
+    notes: list[str] = attrs.Factory(list)
+    _cleanups: list[Callable[[], None]] = attrs.Factory(list)
+    _exit_reasons: list[Callable[[int], str | None]] = attrs.Factory(list)
+    _spawn_hooks: list[Callable[[], None]] = attrs.Factory(list)
+    _exit_code: Callable[[int], int | None] | None = None
+    _child_pid: Callable[[], int | None] | None = None
+
+    def set_child_pid_reader(self, fn: Callable[[], int | None]) -> None:
+        self._child_pid = fn
+
+    def child_pid(self) -> int | None:
+        """The host pid of the command itself (not the sandbox's monitor), if the platform knows
+        it; used to forward signals to the command. May block until the command started."""
+        return self._child_pid() if self._child_pid is not None else None
+
+    def add_spawn_hook(self, fn: Callable[[], None]) -> None:
+        """Run in the parent right after the child was spawned (close the child's fd copies)."""
+        self._spawn_hooks.append(fn)
+
+    def spawned(self) -> None:
+        while self._spawn_hooks:
+            self._spawn_hooks.pop(0)()
+
+    def set_exit_code_reader(self, fn: Callable[[int], int | None]) -> None:
+        """Map the spawned process's wait status to the command's exit code.
+
+        The reader returns None when the sandbox failed before the command started.
+        """
+        self._exit_code = fn
+
+    def command_exit_code(self, returncode: int) -> int | None:
+        """The command's exit code (128+N for signal N) from the spawned process's returncode;
+        None if the sandbox itself failed before the command could start."""
+        if self._exit_code is not None:
+            return self._exit_code(returncode)
+        return 128 - returncode if returncode < 0 else returncode
+
+    def add_cleanup(self, fn: Callable[[], None]) -> None:
+        self._cleanups.append(fn)
+
+    def add_exit_reason(self, fn: Callable[[int], str | None]) -> None:
+        """Register a probe that explains a death (OOM, CPU limit) from the exit status."""
+        self._exit_reasons.append(fn)
+
+    def exit_reason(self, returncode: int) -> str | None:
+        """Why the command died, when a limit of the platform killed it; None otherwise."""
+        for probe in self._exit_reasons:
+            reason = probe(returncode)
+            if reason:
+                return reason
+        return None
+
+    def cleanup(self) -> None:
+        while self._cleanups:
+            fn = self._cleanups.pop()
+            try:
+                fn()
+            except Exception:
+                pass  # cleanup must not mask the command's own outcome
+
+    def __enter__(self) -> Prepared:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()
+
+
+class Platform(abc.ABC):
+    """A way to run a command inside a boundary. Subclass it and register an instance."""
+
+    #: unique name users pass to ``--platform``
+    name: str = ""
+    #: one line for ``egg doctor`` and ``egg plugins``
+    description: str = ""
+    #: capability names (constants above) this platform enforces when available
+    capabilities: frozenset[str] = frozenset()
+    #: True only for a platform that enforces nothing (chosen explicitly, never as a fallback)
+    outer_boundary: bool = False
+
+    @abc.abstractmethod
+    def available(self) -> Availability:
+        """Whether this platform can run here; the reason names what is missing and the fix."""
+
+    def gaps(self, policy: EffectivePolicy) -> list[str]:
+        """What ``policy`` needs that this platform cannot enforce, each with its fix."""
+        needed = policy.required_capabilities()
+        return [
+            f"{reason} needs {cap}, which {self.name} does not enforce"
+            for cap, reason in needed.items()
+            if cap not in self.capabilities
+        ]
+
+    @abc.abstractmethod
+    def command(self, launch: Launch) -> list[str]:
+        """The exact command :meth:`prepare` would run, without side effects (``egg explain``)."""
+
+    @abc.abstractmethod
+    def prepare(self, launch: Launch) -> Prepared:
+        """Make the launch ready; raise EnforcementError if the host cannot enforce the policy."""
+
+    def describe(self, launch: Launch) -> dict[str, Any]:
+        """Extra platform-specific detail for ``egg explain`` (a generated profile, say)."""
+        return {}

@@ -1,0 +1,48 @@
+"""Fixtures every egg test (and every plugin's tests) can use.
+
+Each test gets its own ``$EGG_HOME`` and ``$HOME`` so nothing reads or writes the developer's real
+configuration, sessions or caches.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from egg_core.plugins import EggPluginManager, get_plugin_manager
+from egg_core.testing.runner import CliRunner
+
+
+@pytest.fixture
+def egg_user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty ``$HOME`` for this test."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def egg_home(tmp_path: Path, egg_user_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty ``$EGG_HOME`` for this test (outside the isolated ``$HOME``)."""
+    path = tmp_path / "egg-home"
+    path.mkdir(mode=0o700)
+    monkeypatch.setenv("EGG_HOME", str(path))
+    for name in ("EGG_LOAD_PLUGINS", "EGG_DISABLE_PLUGINS", "EGG_PLATFORM", "EGG_DEBUG"):
+        monkeypatch.delenv(name, raising=False)
+    return path
+
+
+@pytest.fixture
+def egg_plugin_manager(egg_home: Path) -> EggPluginManager:
+    """A fresh plugin manager with every installed ``egg`` plugin loaded."""
+    return get_plugin_manager(environ=dict(os.environ))
+
+
+@pytest.fixture
+def egg_cli(egg_home: Path) -> Iterator[CliRunner]:
+    """Run ``egg`` with the isolated homes: ``egg_cli.run("plugins", "--json").json()``."""
+    yield CliRunner(dict(os.environ))

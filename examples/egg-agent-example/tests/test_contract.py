@@ -1,0 +1,7 @@
+"""The example plugin passes egg's agent contract: one line names the plugin."""
+
+from egg_core.testing import AgentProfileContract
+
+
+class TestExampleAgent(AgentProfileContract):
+    plugin = "example"

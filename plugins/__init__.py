@@ -1,0 +1,1 @@
+"""egg's built-in plugins. Each module is registered through its own ``egg`` entry point."""

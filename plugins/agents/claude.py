@@ -1,0 +1,87 @@
+"""Claude Code (``claude``), Anthropic's coding agent.
+
+Sources checked (stored copies, 2026):
+- network: code.claude.com/docs/en/network-config ("Network access requirements"): api.anthropic.com
+  for the API, claude.ai and platform.claude.com for login; telemetry and error reporting are
+  turned off with DISABLE_TELEMETRY / DISABLE_ERROR_REPORTING (docs .../data-usage), the
+  auto-updater with DISABLE_AUTOUPDATER (docs .../env-vars).
+- credentials and routing: code.claude.com/docs/en/env-vars (ANTHROPIC_API_KEY,
+  ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL, model variables); CLAUDE_CODE_OAUTH_TOKEN from
+  ``claude setup-token``.
+- state: ~/.claude/ and ~/.claude.json (docs .../settings, .../authentication; Linux credentials in
+  ~/.claude/.credentials.json); hooks and MCP commands live in ~/.claude/settings.json and
+  ~/.claude.json; transcripts in ~/.claude/projects/<cwd slug>/<session>.jsonl
+  (anthropics/claude-code#24067).
+- flags: --resume, --session-id, --dangerously-skip-permissions (cli-reference); as root the last
+  one is refused unless IS_SANDBOX=1 (anthropics/claude-code#3490).
+- macOS: credentials in the login Keychain via /usr/bin/security (anthropics/claude-code#29783);
+  the XPC variables follow the wingthing egg profile (ehrlich-b/wingthing internal/egg/agents.go).
+- the wingthing profile also lists *.claude.com, sentry.io and statsigapi.net; egg drills only what
+  the agent needs with telemetry off.
+"""
+
+from __future__ import annotations
+
+from egg_core.hookspecs import RegisterAgent, hookimpl
+from egg_core.profiles import AgentProfile, EnvDefault, Grant, PlatformGrant
+
+_KEYCHAIN = "macOS Keychain access, where Claude Code keeps its login"
+
+PROFILE = AgentProfile(
+    name="claude",
+    description="Claude Code, Anthropic's coding agent",
+    binary="claude",
+    domains=[
+        Grant("api.anthropic.com", "the Claude API: every model request"),
+        Grant("claude.ai", "signing in with a Claude subscription, and WebFetch's safety check"),
+        Grant("platform.claude.com", "signing in with an Anthropic Console account"),
+    ],
+    env_vars=[
+        Grant("ANTHROPIC_API_KEY", "API-key authentication"),
+        Grant("ANTHROPIC_AUTH_TOKEN", "bearer-token authentication (gateways)"),
+        Grant("CLAUDE_CODE_OAUTH_TOKEN", "long-lived subscription token from `claude setup-token`"),
+        Grant("ANTHROPIC_BASE_URL", "routes the API to a gateway or local server"),
+        Grant("ANTHROPIC_CUSTOM_HEADERS", "extra headers a gateway requires"),
+        Grant("ANTHROPIC_MODEL", "the model to use"),
+        Grant("ANTHROPIC_DEFAULT_OPUS_MODEL", "model alias override"),
+        Grant("ANTHROPIC_DEFAULT_SONNET_MODEL", "model alias override"),
+        Grant("ANTHROPIC_DEFAULT_HAIKU_MODEL", "model alias override"),
+    ],
+    set_env=[
+        EnvDefault("DISABLE_AUTOUPDATER", "1", "the installation is read-only inside the sandbox"),
+        EnvDefault("DISABLE_TELEMETRY", "1", "telemetry hosts are not on the allowlist"),
+        EnvDefault("DISABLE_ERROR_REPORTING", "1", "error-reporting hosts are not allowed"),
+        EnvDefault(
+            "IS_SANDBOX",
+            "1",
+            "it does run in a sandbox; claude refuses --dangerously-skip-permissions as root "
+            "without it",
+        ),
+    ],
+    platform_env=[
+        PlatformGrant("darwin", "XPC_SERVICE_NAME", _KEYCHAIN),
+        PlatformGrant("darwin", "XPC_FLAGS", _KEYCHAIN),
+        PlatformGrant("darwin", "__CFBundleIdentifier", _KEYCHAIN),
+        PlatformGrant("darwin", "LOGNAME", _KEYCHAIN),
+    ],
+    write_dirs=[Grant(".cache/claude", "Claude Code's cache")],
+    write_prefix_dirs=[
+        Grant(
+            ".claude", "settings, transcripts, todos and credentials (~/.claude/, ~/.claude.json)"
+        )
+    ],
+    settings_files=[
+        Grant(".claude/settings.json", "defines hooks and commands that run outside a session"),
+        Grant(".claude.json", "defines MCP server commands and per-project trust"),
+    ],
+    provider_url_vars=["ANTHROPIC_BASE_URL"],
+    session_dir=".claude/projects",
+    resume_flag="--resume",
+    session_id_flag="--session-id",
+    skip_permissions_flag="--dangerously-skip-permissions",
+)
+
+
+@hookimpl
+def egg_register_agents(register: RegisterAgent) -> None:
+    register(PROFILE)

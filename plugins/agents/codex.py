@@ -1,0 +1,75 @@
+"""OpenAI Codex CLI (``codex``).
+
+Sources checked (stored copies, 2026):
+- endpoints: openai/codex codex-rs/core/src/model_provider_info.rs (api.openai.com/v1 for API keys,
+  chatgpt.com/backend-api/codex for ChatGPT sign-in, OPENAI_BASE_URL, CODEX_OSS_BASE_URL);
+  codex-rs/login/src/server.rs (issuer auth.openai.com, token refresh).
+- credentials: developers.openai.com/codex/config-file/environment-variables (OPENAI_API_KEY,
+  CODEX_API_KEY, CODEX_ACCESS_TOKEN, CODEX_HOME).
+- state: ~/.codex (config.toml, auth.json, sessions/, log/, sqlite state); hooks in
+  ~/.codex/hooks.json are on by default since 0.124 (developers.openai.com/codex/hooks); notify
+  programs and MCP commands in ~/.codex/config.toml. Transcripts:
+  ~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl.
+- flags: ``codex resume <id>`` is a subcommand; --dangerously-bypass-approvals-and-sandbox
+  (codex-rs/exec/src/cli.rs) disables Codex's own sandbox, which cannot nest inside egg's
+  namespaces. --full-auto (wingthing's choice) was deprecated in 0.128 and removed in 0.147.
+- the wingthing profile names .codex/settings.json, a file Codex does not have.
+"""
+
+from __future__ import annotations
+
+from egg_core.hookspecs import RegisterAgent, hookimpl
+from egg_core.profiles import AgentProfile, ArgvRequest, Grant, PlatformGrant
+
+
+def build_argv(profile: AgentProfile, request: ArgvRequest) -> list[str]:
+    """``codex [resume ID] [--dangerously-bypass-approvals-and-sandbox] args…``."""
+    argv = ["codex"]
+    if request.resume_id:
+        argv += ["resume", request.resume_id]
+    if request.skip_permissions:
+        argv.append("--dangerously-bypass-approvals-and-sandbox")
+    return argv + list(request.args)
+
+
+PROFILE = AgentProfile(
+    name="codex",
+    description="OpenAI Codex CLI",
+    binary="codex",
+    domains=[
+        Grant("api.openai.com", "the OpenAI API when signed in with an API key"),
+        Grant("chatgpt.com", "the Codex backend when signed in with ChatGPT"),
+        Grant("auth.openai.com", "sign-in and token refresh"),
+    ],
+    env_vars=[
+        Grant("OPENAI_API_KEY", "API-key authentication"),
+        Grant("CODEX_API_KEY", "API-key authentication for non-interactive runs"),
+        Grant("CODEX_ACCESS_TOKEN", "ChatGPT access-token authentication"),
+        Grant("OPENAI_BASE_URL", "routes the API to a gateway or local server"),
+        Grant("OPENAI_ORGANIZATION", "selects the OpenAI organization"),
+        Grant("OPENAI_PROJECT", "selects the OpenAI project"),
+        Grant("CODEX_HOME", "relocates Codex's state directory"),
+    ],
+    platform_env=[
+        PlatformGrant("darwin", "XPC_SERVICE_NAME", "macOS Keychain access (keyring credentials)"),
+        PlatformGrant("darwin", "XPC_FLAGS", "macOS Keychain access (keyring credentials)"),
+    ],
+    write_dirs=[
+        Grant(".codex", "config, credentials refresh, transcripts, logs and state database"),
+        Grant(".cache/codex", "Codex's cache"),
+    ],
+    settings_files=[
+        Grant(".codex/config.toml", "defines notify programs and MCP server commands"),
+        Grant(".codex/hooks.json", "defines hooks that run outside a session"),
+    ],
+    provider_url_vars=["OPENAI_BASE_URL", "CODEX_OSS_BASE_URL"],
+    session_dir=".codex/sessions",
+    resume_flag="resume",
+    skip_permissions_flag="--dangerously-bypass-approvals-and-sandbox",
+    argv_builder=build_argv,
+)
+
+
+@hookimpl
+def egg_register_agents(register: RegisterAgent) -> None:
+    register(PROFILE)

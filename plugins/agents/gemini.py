@@ -1,0 +1,63 @@
+"""Google Gemini CLI (``gemini``).
+
+Sources checked (stored copies, 2026):
+- endpoints: google-gemini/gemini-cli packages/core/src/code_assist/server.ts
+  (cloudcode-pa.googleapis.com for "Login with Google"); geminicli.com/docs/get-started/
+  authentication (generativelanguage.googleapis.com with GEMINI_API_KEY, Vertex variables);
+  OAuth token refresh at oauth2.googleapis.com.
+- GOOGLE_GEMINI_BASE_URL and GOOGLE_GENAI_API_VERSION route the API (gemini-cli PR #25357).
+- state: ~/.gemini (settings.json, oauth_creds.json, tmp/<project>/chats/ transcripts,
+  geminicli.com/docs/cli/session-management); hooks and MCP commands live in
+  ~/.gemini/settings.json, and ~/.gemini/.env is loaded at start (docs/reference/configuration.md).
+- flags: --resume; --approval-mode=yolo (--yolo is deprecated), which by default starts Gemini's
+  own Docker/seatbelt sandbox: GEMINI_SANDBOX=false turns that off (egg is the sandbox;
+  packages/cli/src/config/sandboxConfig.ts: the variable outranks flags and settings).
+- GEMINI_FORCE_FILE_STORAGE keeps tokens in files rather than a keychain (gemini-cli PR #6347).
+"""
+
+from __future__ import annotations
+
+from egg_core.hookspecs import RegisterAgent, hookimpl
+from egg_core.profiles import AgentProfile, EnvDefault, Grant
+
+PROFILE = AgentProfile(
+    name="gemini",
+    description="Google Gemini CLI",
+    binary="gemini",
+    domains=[
+        Grant("generativelanguage.googleapis.com", "the Gemini API with an API key"),
+        Grant("cloudcode-pa.googleapis.com", "the Gemini API with Login with Google"),
+        Grant("oauth2.googleapis.com", "refreshing the Google sign-in token"),
+    ],
+    env_vars=[
+        Grant("GEMINI_API_KEY", "API-key authentication"),
+        Grant("GOOGLE_API_KEY", "API-key authentication (Vertex AI)"),
+        Grant("GOOGLE_CLOUD_PROJECT", "the Google Cloud project for Vertex or Workspace accounts"),
+        Grant("GOOGLE_CLOUD_LOCATION", "the Vertex AI region"),
+        Grant("GOOGLE_GENAI_USE_VERTEXAI", "selects Vertex AI"),
+        Grant("GOOGLE_GEMINI_BASE_URL", "routes the API to a gateway or local server"),
+        Grant("GOOGLE_GENAI_API_VERSION", "selects the API version"),
+        Grant("GEMINI_MODEL", "the model to use"),
+    ],
+    set_env=[
+        EnvDefault("GEMINI_SANDBOX", "false", "egg is the sandbox; Gemini's own cannot nest in it"),
+        EnvDefault("GEMINI_FORCE_FILE_STORAGE", "true", "no keychain is reachable inside"),
+    ],
+    write_dirs=[
+        Grant(".gemini", "settings, sign-in tokens and transcripts"),
+        Grant(".cache/gemini", "Gemini CLI's cache"),
+    ],
+    settings_files=[
+        Grant(".gemini/settings.json", "defines hooks and MCP server commands"),
+        Grant(".gemini/.env", "loaded into Gemini's environment on every start"),
+    ],
+    provider_url_vars=["GOOGLE_GEMINI_BASE_URL"],
+    session_dir=".gemini/tmp",
+    resume_flag="--resume",
+    skip_permissions_flag="--approval-mode=yolo",
+)
+
+
+@hookimpl
+def egg_register_agents(register: RegisterAgent) -> None:
+    register(PROFILE)

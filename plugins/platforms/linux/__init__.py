@@ -1,0 +1,1 @@
+"""Parts of the linux-ns platform: bwrap arguments, seccomp, cgroups, the network bridge."""
