@@ -216,6 +216,10 @@ def default_config() -> EggConfig:
     fs += [FsRule("rw", d, DEFAULT_SOURCE) for d in default_cache_dirs()]
     fs += [FsRule("deny", d, DEFAULT_SOURCE) for d in default_deny_paths()]
     fs.append(FsRule("deny-write", "./egg.yaml", DEFAULT_SOURCE))
+    # Git runs these on the host after the session: a hook or an alias written inside would
+    # execute outside the sandbox (threat H, persistence).
+    fs.append(FsRule("deny-write", "./.git/hooks", DEFAULT_SOURCE))
+    fs.append(FsRule("deny-write", "./.git/config", DEFAULT_SOURCE))
     return EggConfig(
         base=BaseRef(name="none"),
         fs=fs,

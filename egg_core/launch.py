@@ -17,6 +17,7 @@ from egg_core import registry
 from egg_core.config import ResolvedConfig, discover_config
 from egg_core.converters import to_tuple
 from egg_core.env import build_env
+from egg_core.errors import EggError
 from egg_core.paths import egg_home, user_home
 from egg_core.plugins import EggPluginManager
 from egg_core.policy import (
@@ -42,6 +43,8 @@ class Plan:
     env: Mapping[str, str]
     cwd: Path
     egg_home: Path
+    #: why the requested platform could not run this (only with ``allow_unavailable``)
+    platform_problem: str | None = None
 
 
 def default_shell(config_shell: str | None, environ: Mapping[str, str]) -> str:
@@ -60,11 +63,14 @@ def plan_launch(
     platform: str | None = None,
     skip_permissions: bool = False,
     resume_id: str | None = None,
+    allow_unavailable: bool = False,
 ) -> Plan:
     """Resolve everything needed to start ``command`` (or the agent) in the sandbox.
 
     ``command`` replaces the agent's own command line (``egg exec -- CMD``, ``egg run -- CMD``);
-    ``agent_args`` extend it (``egg run claude --model x``).
+    ``agent_args`` extend it (``egg run claude --model x``). With ``allow_unavailable`` a named
+    platform that cannot run the policy here is still planned, and the reason recorded (``egg
+    explain --platform macos-seatbelt`` on Linux).
     """
     resolved = discover_config(cwd, config_path, environ)
     agents = registry.agents(pm)
@@ -83,7 +89,15 @@ def plan_launch(
         protected=protected,
         skip_permissions=skip_permissions,
     )
-    selection = select_platform(registry.platforms(pm), policy, platform, environ)
+    platforms = registry.platforms(pm)
+    problem = None
+    try:
+        selection = select_platform(platforms, policy, platform, environ)
+    except EggError as exc:
+        if not (allow_unavailable and platform and platform in platforms):
+            raise
+        problem = exc.message
+        selection = Selection(platforms[platform].obj, "chosen with --platform")
     if selection.outer_boundary:
         # The platform enforces nothing: the agent sees the host as the outer boundary allows.
         env = dict(environ)
@@ -110,6 +124,7 @@ def plan_launch(
         env=env,
         cwd=cwd,
         egg_home=egg_dir,
+        platform_problem=problem,
     )
 
 

@@ -161,8 +161,11 @@ class FilteringProxy:
             if port in self.rules.local_ports:
                 return Decision(True, f"forwarded local port {port}", "127.0.0.1")
             return self._deny(f"loopback port {port} is not a forwarded local port")
+        observed = None  # observe mode: why enforce mode would refuse this name
         if not listed:
-            return self._deny(why)
+            if self.rules.mode != "observe" or literal is not None:
+                return self._deny(why)
+            observed = why  # still resolved here, so the connection goes to a checked address
         if literal is not None:
             # the user listed this address themselves
             return Decision(True, why, str(literal))
@@ -179,17 +182,20 @@ class FilteringProxy:
             if addr.is_loopback:
                 if port in self.rules.local_ports:
                     continue
-                return self._deny(f"{host} resolves to loopback {addr}")
+                return self._deny(f"{host} resolves to loopback {addr}", text)
             if not addr.is_global:
-                return self._deny(f"{host} resolves to non-public address {addr}")
+                return self._deny(f"{host} resolves to non-public address {addr}", text)
         address = addresses[0]
         if _ip(address) is not None and _ip(address).is_loopback:  # type: ignore[union-attr]
             address = "127.0.0.1"
+        if observed is not None:
+            return Decision(True, observed, address, would_deny=True)
         return Decision(True, why, address)
 
-    def _deny(self, reason: str) -> Decision:
+    def _deny(self, reason: str, address: str | None = None) -> Decision:
+        """Refuse; in observe mode allow (to ``address`` when one was checked) and flag it."""
         if self.rules.mode == "observe":
-            return Decision(True, reason, None, would_deny=True)
+            return Decision(True, reason, address, would_deny=True)
         return Decision(False, reason)
 
     # -- serving
@@ -208,6 +214,16 @@ class FilteringProxy:
             self._servers.append(await asyncio.start_unix_server(forward, path=str(path)))
         for path in [proxy_socket, *port_sockets.values()]:
             os.chmod(path, 0o600)
+
+    async def start_tcp(self, host: str, port: int = 0) -> int:
+        """Serve the proxy on a TCP address; return the bound port (``port=0``: a free one).
+
+        For platforms without a network namespace to bridge into (macOS): the sandbox profile
+        lets the command reach only this port on loopback.
+        """
+        server = await asyncio.start_server(self._handle_proxy, host=host, port=port)
+        self._servers.append(server)
+        return int(server.sockets[0].getsockname()[1])
 
     async def close(self) -> None:
         for server in self._servers:
@@ -425,9 +441,20 @@ async def _pipe_both(
 class ProxyThread:
     """Runs a :class:`FilteringProxy` in a background thread, for synchronous callers."""
 
-    def __init__(self, proxy: FilteringProxy, proxy_socket: Path, port_sockets: dict[int, Path]):
+    def __init__(
+        self,
+        proxy: FilteringProxy,
+        proxy_socket: Path | None,
+        port_sockets: dict[int, Path],
+        *,
+        tcp: tuple[str, int] | None = None,
+    ):
+        """Serve on ``proxy_socket`` (and the ``port_sockets`` forwards), or with ``tcp=(host,
+        port)`` on that TCP address instead; :attr:`port` is then the bound port."""
         self.proxy = proxy
         self._args = (proxy_socket, port_sockets)
+        self._tcp = tcp
+        self.port: int | None = None
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._error: BaseException | None = None
@@ -436,7 +463,11 @@ class ProxyThread:
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
         try:
-            self._loop.run_until_complete(self.proxy.start(*self._args))
+            proxy_socket, port_sockets = self._args
+            if self._tcp is not None:
+                self.port = self._loop.run_until_complete(self.proxy.start_tcp(*self._tcp))
+            if proxy_socket is not None:
+                self._loop.run_until_complete(self.proxy.start(proxy_socket, port_sockets))
         except BaseException as exc:
             self._error = exc
             self._ready.set()

@@ -43,6 +43,9 @@ CONTROL_SOCKETS = (
     "/run/containerd/containerd.sock",
     "/run/crio/crio.sock",
     "/var/run/crio/crio.sock",
+    "/var/lib/lxd/unix.socket",
+    "/var/snap/lxd/common/lxd/unix.socket",
+    "/var/lib/incus/unix.socket",
 )
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]", "ip6-localhost"})
 EGG_SOURCE = "egg"
@@ -335,9 +338,10 @@ def resolve_policy(
                 FsEntry("deny", sock, f"{EGG_SOURCE}: live ssh-agent socket (~/.ssh is denied)")
             )
     for sock in CONTROL_SOCKETS:
-        fs.append(
-            FsEntry("deny", sock, f"{EGG_SOURCE}: container-engine socket (root on the host)")
-        )
+        if os.path.lexists(sock):
+            fs.append(
+                FsEntry("deny", sock, f"{EGG_SOURCE}: container-engine socket (root on the host)")
+            )
 
     # -- network
     net = config.network

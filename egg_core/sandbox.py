@@ -79,6 +79,9 @@ class Launch:
     egg_home: Path  # caches a platform may keep (never visible inside a sandbox)
     tty: bool = False
     network_log: Path | None = None  # where network decisions go (default: work_dir)
+    #: a host directory the command may write to (the session's browser-open outbox); the
+    #: platform makes it visible at :meth:`Platform.shared_path`
+    shared_dir: Path | None = None
 
 
 @attrs.define
@@ -198,6 +201,35 @@ class Platform(abc.ABC):
     def prepare(self, launch: Launch) -> Prepared:
         """Make the launch ready; raise EnforcementError if the host cannot enforce the policy."""
 
+    def shared_path(self, host_dir: Path) -> str:
+        """Where ``Launch.shared_dir`` appears to the command (the host path if not remapped)."""
+        return str(host_dir)
+
     def describe(self, launch: Launch) -> dict[str, Any]:
         """Extra platform-specific detail for ``egg explain`` (a generated profile, say)."""
         return {}
+
+    def diagnose(self) -> list[Check]:
+        """Host checks for ``egg doctor``: what this host lets the platform enforce."""
+        return []
+
+
+@attrs.frozen
+class Check:
+    """One ``egg doctor`` finding: what was checked, whether it is fine, details and the fix."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None = None
+    #: policy features that fail on this host because of this check (e.g. "resources.memory")
+    blocks: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "ok": self.ok,
+            "detail": self.detail,
+            "fix": self.fix,
+            "blocks": list(self.blocks),
+        }

@@ -28,7 +28,9 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see '{self.prog} --help')", exit_code=self.usage_exit_code)
 
 
-def build_parser(registry: CommandRegistry) -> argparse.ArgumentParser:
+def build_parser(registry: CommandRegistry, selected: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only ``selected``'s arguments are configured when it is known (each command's
+    configure may import its module, which ``egg exec`` should not pay for every other command)."""
     parser = _Parser(
         prog="egg",
         description="Run AI coding agents inside an OS sandbox, in sessions you can reattach to.",
@@ -39,7 +41,7 @@ def build_parser(registry: CommandRegistry) -> argparse.ArgumentParser:
     for command in registry:
         child = sub.add_parser(command.name, help=command.help, description=command.help)
         child.usage_exit_code = command.usage_exit_code
-        if command.configure is not None:
+        if command.configure is not None and selected in (None, command.name):
             command.configure(child)
         child.set_defaults(_command=command)
     return parser
@@ -64,7 +66,9 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             registry.register(command)
         if _wants_plugin_commands(args_list, registry):
             _add_plugin_commands(ctx, registry)
-        parser = build_parser(registry)
+        words = [a for a in args_list if not a.startswith("-")]
+        selected = words[0] if words and words[0] in registry else None
+        parser = build_parser(registry, selected)
         if not args_list:
             parser.print_help()
             return 0

@@ -6,16 +6,22 @@ held to the same bar. Each test checks one promise the core relies on.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
 
 from egg_core import registry
 from egg_core.env import SESSION_MARKERS
+from egg_core.errors import EnforcementError
 from egg_core.plugins import EggPluginManager
 from egg_core.profiles import AgentProfile
-from egg_core.sandbox import CAPABILITIES, Availability, Platform
+from egg_core.sandbox import CAPABILITIES, Availability, Launch, Platform
+
+SECRET = "egg-contract-secret-value-3f9a"
 
 _NAME = re.compile(r"^[a-z][a-z0-9._-]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -177,3 +183,75 @@ class PlatformContract(_PluginContract):
             if platform.outer_boundary:
                 isolating = set(platform.capabilities) - {"net.full"}
                 assert not isolating, f"{platform.name} enforces nothing but claims {isolating}"
+
+    # -- launching: a default policy, the shell agent, a secret in the environment
+
+    def _launch(self, tmp_path: Path, argv: list[str]) -> Launch:
+        from egg_core.config import default_config
+        from egg_core.env import build_env
+        from egg_core.policy import resolve_policy
+        from egg_core.profiles import AgentProfile
+
+        home = tmp_path / "home"
+        work = tmp_path / "work"
+        for directory in (home, work):
+            directory.mkdir(exist_ok=True)
+        environ = {**os.environ, "HOME": str(home), "EGG_CONTRACT_SECRET": SECRET}
+        policy = resolve_policy(
+            default_config(),
+            AgentProfile(name="contract", description="contract test agent"),
+            home=home,
+            cwd=work,
+            environ=environ,
+        )
+        env = build_env(policy, environ)
+        env["EGG_CONTRACT_SECRET"] = SECRET
+        return Launch(
+            policy=policy,
+            argv=argv,
+            env=env,
+            cwd=work,
+            work_dir=tmp_path,
+            egg_home=tmp_path / "egg-home",
+        )
+
+    def test_command_preview_is_an_argv_without_secrets(
+        self, platforms: list[Platform], tmp_path: Path
+    ) -> None:
+        for platform in platforms:
+            command = platform.command(self._launch(tmp_path, ["/bin/echo", "hi"]))
+            assert command and all(isinstance(a, str) for a in command), command
+            assert not any(SECRET in a for a in command), "a secret value is on the command line"
+
+    def test_prepare_runs_the_command_or_refuses_clearly(
+        self, platforms: list[Platform], tmp_path: Path
+    ) -> None:
+        for platform in platforms:
+            ok = platform.available().ok
+            launch = self._launch(
+                tmp_path, ["/bin/sh", "-c", 'echo "out:$EGG_CONTRACT_SECRET"; exit 3']
+            )
+            if not ok:
+                with pytest.raises(EnforcementError) as refused:
+                    platform.prepare(launch)
+                assert "\n" not in str(refused.value)
+                continue
+            prepared = platform.prepare(launch)
+            try:
+                assert not any(SECRET in a for a in prepared.argv), "secret on the command line"
+                proc = subprocess.Popen(
+                    prepared.argv,
+                    env=prepared.env,
+                    cwd=prepared.cwd,
+                    pass_fds=prepared.pass_fds,
+                    stdout=subprocess.PIPE,
+                    stdin=subprocess.DEVNULL,
+                )
+                prepared.spawned()
+                out, _ = proc.communicate(timeout=60)
+                code = prepared.command_exit_code(proc.returncode)
+            finally:
+                prepared.cleanup()
+                prepared.cleanup()  # idempotent
+            assert code == 3, f"{platform.name}: exit code {code}, expected 3"
+            assert out.decode().strip() == f"out:{SECRET}", out

@@ -6,7 +6,8 @@ What a sandboxed process gets (every claim has a test in tests/linux that attemp
 - a read-only ``/`` (``deny:/`` jail mode: only the listed paths and the system dirs), writable
   binds for ``rw:``, empty read-only tmpfs/file for ``deny:``, read-only binds for
   ``deny-write:``; private ``/tmp``, ``/var/tmp`` and ``/run`` (the host's D-Bus, systemd and
-  container sockets live there), fresh ``/proc``, minimal ``/dev``;
+  container sockets live there), fresh ``/proc`` with ``/proc/sys`` read-only, minimal
+  ``/dev``;
 - egg's protections last: ``$EGG_HOME`` hidden, the config chain and the egg installation
   read-only;
 - a seccomp filter (see :mod:`egg_plugins.platforms.linux.seccomp`);
@@ -32,7 +33,7 @@ from egg_core import sandbox as caps
 from egg_core.errors import EnforcementError
 from egg_core.hookspecs import RegisterPlatform, hookimpl
 from egg_core.policy import NEED_FILTERED, NEED_FULL, NEED_NONE, EffectivePolicy
-from egg_core.sandbox import Availability, Launch, Platform, Prepared
+from egg_core.sandbox import Availability, Check, Launch, Platform, Prepared
 
 from .linux import bwrap as bw
 
@@ -108,7 +109,15 @@ class LinuxNamespaces(Platform):
         return Availability(True, f"bubblewrap at {self.bwrap_path()}")
 
     def gaps(self, policy: EffectivePolicy) -> list[str]:
-        gaps = super().gaps(policy)
+        gaps = super().gaps(policy) + bw.symlink_problems(policy)
+        if policy.network_need != NEED_FULL:
+            # the in-sandbox end of a forward listens on the port itself, without capabilities
+            gaps += [
+                f"network.local_ports {port}: the sandbox cannot listen on a port below 1024 "
+                "(it holds no capabilities); serve the local model on an unprivileged port"
+                for port in policy.local_ports
+                if port < 1024
+            ]
         wanted = {"memory": policy.memory_bytes, "pids": policy.max_pids}
         if any(v is not None for v in wanted.values()):
             from .linux import cgroups
@@ -122,6 +131,11 @@ class LinuxNamespaces(Platform):
                         f"{support.problems[controller]}"
                     )
         return gaps
+
+    def diagnose(self) -> list[Check]:
+        from .linux.doctor import diagnose
+
+        return diagnose(self.bwrap_path())
 
     # -- building the command
 
@@ -227,7 +241,9 @@ class LinuxNamespaces(Platform):
             net_dir=str(net_dir) if net_dir else None,
             extra_ro=bw.python_paths() if listens else (),
         )
+        placeholders = bw.placeholder_paths(policy)
         args = bw.build_args(policy, request, bwrap)
+        prepared.add_cleanup(lambda: bw.remove_placeholders(placeholders))
         prefix = self._prefix(policy)
         if policy.memory_bytes is not None or policy.max_pids is not None:
             from .linux import cgroups

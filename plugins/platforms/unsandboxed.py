@@ -1,4 +1,13 @@
-"""The ``unsandboxed`` platform (skeleton; filled in by the platforms issue)."""
+"""The ``unsandboxed`` platform: for when an outer VM or container is the security boundary.
+
+It runs the command as is — full environment (minus a parent agent's session variables), full
+network, no filesystem or resource rules — and egg keeps everything else (sessions, PTY
+persistence, audit). It enforces nothing, so it is never a fallback: egg chooses it only when the
+policy requires no sandbox at all (every boundary wide open in egg.yaml: "outer boundary: declared
+by config") or when the user names it with ``--platform unsandboxed`` / ``EGG_PLATFORM``
+("outer boundary: declared by user"). The choice is shown by ``egg explain`` and recorded in the
+session's metadata.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +28,12 @@ class Unsandboxed(Platform):
         return list(launch.argv)
 
     def prepare(self, launch: Launch) -> Prepared:
-        return Prepared(argv=list(launch.argv), env=dict(launch.env), cwd=launch.cwd)
+        prepared = Prepared(argv=list(launch.argv), env=dict(launch.env), cwd=launch.cwd)
+        prepared.notes.append("outer boundary: no OS sandbox")
+        return prepared
+
+    def describe(self, launch: Launch) -> dict[str, str]:
+        return {"boundary": "none from egg: the VM or container around egg is the boundary"}
 
 
 @hookimpl

@@ -2,13 +2,15 @@
 
 Mount order is the policy's order (shallow paths first, the more restrictive rule last at equal
 depth), because a later mount covers an earlier one. egg's own protections ($EGG_HOME, the config
-chain, the launcher) are mounted after every user rule, so no ``rw:`` can reopen them. Denied
+chain, the launcher) are mounted after every user rule, so no ``rw:`` can reopen them, and the
+writable directories above them are pinned in place (see :func:`pinned_entries`). Denied
 directories become empty tmpfs mounts that are made read-only at the very end, after any deeper
 rule has created its mount point inside them.
 
 Paths are resolved on the host before they are handed to bwrap: a rule on a symlink applies to what
 the symlink points at (a denied symlink hides its target), a dangling symlink or a missing path is
-skipped (there is nothing to expose or hide), and nothing here raises on a strange path.
+skipped (there is nothing to expose or hide) unless it is a ``deny-write`` path the sandbox could
+create (see :func:`placeholder_paths`), and nothing here raises on a strange path.
 """
 
 from __future__ import annotations
@@ -88,7 +90,13 @@ def build_args(policy: EffectivePolicy, request: BwrapRequest, bwrap: str = "bwr
             args += ["--ro-bind-try", path, path]
     else:
         args += ["--ro-bind", "/", "/"]
-    args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
+    args += ["--dev", "/dev", "--proc", "/proc"]
+    # For a root caller, uid 0 inside is uid 0 on the host, and most sysctls check nothing but
+    # the uid (kernel.core_pattern would run a program as host root). bwrap's own cover of
+    # /proc/sys is skipped because the directory itself reports "not writable", so cover it here.
+    args += ["--ro-bind", "/proc/sys", "/proc/sys"]
+    args += ["--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger"]
+    args += ["--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
     # /run holds the host's control sockets (system and session D-Bus, systemd, container
     # engines): connect() works through a read-only mount, so the whole tree is replaced.
     args += ["--tmpfs", "/run"]
@@ -96,8 +104,17 @@ def build_args(policy: EffectivePolicy, request: BwrapRequest, bwrap: str = "bwr
         resolv = os.path.realpath("/etc/resolv.conf")
         if resolv.startswith("/run/") and os.path.isfile(resolv):
             args += ["--ro-bind", resolv, resolv]
+    if not policy.jail:
+        # sockets in the home directory (an IDE's, a tmux-like server's) that the read-only
+        # root would otherwise leave reachable; deeper rules mask their own trees again
+        for sock in host_sockets(policy.home):
+            args += ["--ro-bind", request.empty_file, sock]
     remount: list[str] = []
-    for entry in policy.fs:
+    placeholders = set(placeholder_paths(policy))
+    for entry in pinned_entries(policy):
+        if entry.path in placeholders:
+            args += ["--ro-bind", request.empty_file, entry.path]
+            continue
         args += _entry_args(entry, request.empty_file, remount)
     if policy.jail:
         for path in (policy.cwd, policy.home):
@@ -117,6 +134,154 @@ def build_args(policy: EffectivePolicy, request: BwrapRequest, bwrap: str = "bwr
     return [*args, "--", *request.argv]
 
 
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _governing_mode(real: str, ruled: Sequence[tuple[str, str]]) -> str | None:
+    """The mode of the rule whose mount decides ``real`` (the deepest one at or above it, the
+    later one at equal depth); None when only the root mount does."""
+    best: tuple[str, str] | None = None
+    for path, mode in ruled:
+        if _under(real, path) and (best is None or path.count("/") >= best[0].count("/")):
+            best = (path, mode)
+    return best[1] if best else None
+
+
+def _ruled(policy: EffectivePolicy) -> list[tuple[str, str]]:
+    return [(probe(e.path).real, e.mode) for e in policy.fs if e.path != "/"]
+
+
+def placeholder_paths(policy: EffectivePolicy) -> list[str]:
+    """``deny-write`` paths that do not exist yet but could be created by the sandbox.
+
+    A missing ``./egg.yaml`` is the usual one: a sandbox that creates it has written the policy
+    of the next run. An empty read-only file is mounted there instead (bwrap creates the mount
+    point on the host, and :func:`remove_placeholders` removes it afterwards). Only paths whose
+    directory exists and is writable inside the sandbox need one.
+    """
+    ruled = _ruled(policy)
+    found = []
+    for entry in policy.fs:
+        if entry.mode != "deny-write" or os.path.lexists(entry.path):
+            continue
+        parent = os.path.realpath(os.path.dirname(entry.path))
+        if (
+            os.path.isdir(parent)
+            and os.access(parent, os.W_OK)
+            and _governing_mode(parent, ruled) in ("rw", "rw-prefix")
+        ):
+            found.append(entry.path)
+    return found
+
+
+def remove_placeholders(paths: Sequence[str]) -> None:
+    """Remove the empty mount points left by :func:`placeholder_paths` (never a real file)."""
+    for path in paths:
+        try:
+            st = os.lstat(path)
+            if stat.S_ISREG(st.st_mode) and st.st_size == 0:
+                os.unlink(path)
+        except OSError:
+            continue
+
+
+def _symlinks_on_the_way(path: str) -> list[str]:
+    """The components of ``path`` that are symlinks (each spelled with its parent resolved)."""
+    found = []
+    current = "/"
+    for part in path.strip("/").split("/"):
+        candidate = os.path.join(current, part)
+        if os.path.islink(candidate):
+            found.append(candidate)
+            current = os.path.realpath(candidate)
+        else:
+            current = candidate
+    return found
+
+
+def _symlink_guards(policy: EffectivePolicy) -> tuple[list[str], list[str]]:
+    """Writable directories holding a symlink on the way to an egg-protected or ``deny-write``
+    path, and the problems where such a directory is a writable rule's own root.
+
+    A symlink cannot be mounted over, so one the sandbox could replace (``ln -sfn evil conf``)
+    redirects the protected path on the host. Its directory is made read-only; when that
+    directory is the writable area itself (the workspace), the sandbox cannot be made safe and
+    the launch is refused instead.
+    """
+    ruled = _ruled(policy)
+    roots = {path for path, mode in ruled if mode in ("rw", "rw-prefix")}
+    guards: list[str] = []
+    problems: list[str] = []
+    paths = [e.path for e in policy.protected]
+    paths += [e.path for e in policy.fs if e.mode == "deny-write"]
+    for path in paths:
+        for link in _symlinks_on_the_way(path):
+            parent = os.path.dirname(link)
+            if _governing_mode(parent, ruled) not in ("rw", "rw-prefix"):
+                continue
+            if parent in roots:
+                problems.append(
+                    f"{link} is a symlink in the writable {parent}, on the way to the "
+                    f"protected {path}: the sandbox could point it elsewhere (replace the "
+                    "symlink with what it points to)"
+                )
+            elif parent not in guards:
+                guards.append(parent)
+    return guards, problems
+
+
+def symlink_problems(policy: EffectivePolicy) -> list[str]:
+    """Protected paths this platform cannot keep in place (see :func:`_symlink_guards`)."""
+    return list(dict.fromkeys(_symlink_guards(policy)[1]))
+
+
+def pinned_entries(policy: EffectivePolicy) -> list[FsEntry]:
+    """``policy.fs`` plus what keeps protected paths where they are.
+
+    A bind-mounted file cannot be replaced, but the directory holding it could be renamed away
+    and recreated with a different file (``mv conf conf2; mkdir conf; echo ... >
+    conf/base.yaml``). A mount point cannot be renamed, so every writable ancestor of an
+    egg-protected, ``deny-write`` or ``ro`` path is bound onto itself, and a writable directory
+    holding a symlink on the way to one is bound read-only. Each bind goes after the rule that
+    makes the directory writable and before any deeper rule.
+    """
+    ruled = _ruled(policy)
+    mount_points = {path for path, _ in ruled}
+    mount_points |= {probe(e.path).real for e in policy.protected}
+    guards, _ = _symlink_guards(policy)
+    guarded = [e.path for e in policy.protected]
+    guarded += [e.path for e in policy.fs if e.mode in ("ro", "deny-write")]
+    starts = [os.path.dirname(os.path.realpath(path)) for path in guarded]
+    starts += [os.path.dirname(guard) for guard in guards]
+    added: dict[str, FsEntry] = {}
+    for start in starts:
+        parent = start
+        while parent != "/":
+            if (
+                parent not in mount_points
+                and parent not in added
+                and os.path.isdir(parent)
+                and _governing_mode(parent, ruled) in ("rw", "rw-prefix")
+            ):
+                added[parent] = FsEntry("rw", parent, "egg: keeps a protected path in place")
+            parent = os.path.dirname(parent)
+    for guard in guards:
+        added[guard] = FsEntry("ro", guard, "egg: holds a symlink to a protected path")
+    entries = list(policy.fs)
+    for extra in sorted(added.values(), key=lambda e: e.path.count("/")):
+        index = next(
+            (
+                i
+                for i, e in enumerate(entries)
+                if probe(e.path).real != extra.path and _under(probe(e.path).real, extra.path)
+            ),
+            len(entries),
+        )
+        entries.insert(index, extra)
+    return entries
+
+
 def _exposed(path: str, policy: EffectivePolicy) -> bool:
     return any(
         e.mode in ("rw", "ro", "rw-prefix", "deny-write")
@@ -132,22 +297,59 @@ def _entry_args(entry: FsEntry, empty_file: str, remount: list[str]) -> list[str
     if fact.kind == "missing":
         return []
     real = fact.real
-    if entry.mode == "rw":
-        return ["--bind", real, real]
-    if entry.mode in ("ro", "deny-write"):
-        return ["--ro-bind", real, real]
-    if entry.mode == "rw-prefix":
-        result = ["--bind", real, real]
-        for sibling in prefix_siblings(entry.path):
-            sib = probe(sibling)
-            if sib.kind != "missing" and sib.real != real:
-                result += ["--bind", sib.real, sib.real]
+    if entry.mode in ("rw", "ro", "deny-write", "rw-prefix"):
+        flag = "--bind" if entry.mode in ("rw", "rw-prefix") else "--ro-bind"
+        result = [flag, real, real]
+        if entry.mode == "rw-prefix":
+            for sibling in prefix_siblings(entry.path):
+                sib = probe(sibling)
+                if sib.kind != "missing" and sib.real != real:
+                    result += ["--bind", sib.real, sib.real]
+        if fact.kind == "dir":
+            for sock in host_sockets(real):
+                result += ["--ro-bind", empty_file, sock]
         return result
     # deny
     if fact.kind == "dir":
         remount.append(real)
         return ["--tmpfs", real]
     return ["--ro-bind", empty_file, real]
+
+
+def host_sockets(directory: str, depth: int = 2, limit: int = 4000) -> list[str]:
+    """Unix sockets at most ``depth`` levels below a directory the sandbox will see.
+
+    ``connect()`` works through a read-only mount, so a socket inside an exposed directory (a
+    tmux server, an ssh agent, an IDE's control socket, a database) is a way out; each one found
+    is covered with an empty file. The scan is bounded (``limit`` entries) so that exposing a
+    large tree costs little; sockets deeper than ``depth`` are not found.
+    """
+    found: list[str] = []
+    seen = 0
+    level = [directory]
+    for _ in range(depth):
+        below: list[str] = []
+        for parent in level:
+            try:
+                entries = os.scandir(parent)
+            except OSError:
+                continue
+            with entries:
+                for entry in entries:
+                    seen += 1
+                    if seen > limit:
+                        return found
+                    try:
+                        if entry.is_symlink():
+                            continue
+                        if entry.is_dir(follow_symlinks=False):
+                            below.append(entry.path)
+                        elif stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode):
+                            found.append(entry.path)
+                    except OSError:
+                        continue
+        level = below
+    return found
 
 
 def prefix_siblings(path: str) -> list[str]:

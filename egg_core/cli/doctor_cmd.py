@@ -1,0 +1,67 @@
+"""``egg doctor``: every registered platform, whether it can run here, and what it can enforce."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from egg_core.cli.context import Context
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def collect(ctx: Context) -> dict[str, Any]:
+    from egg_core import registry
+
+    platforms = []
+    failing: dict[str, list[str]] = {}
+    for name, registered in sorted(registry.platforms(ctx.pm).items()):
+        platform = registered.obj
+        ok, reason = platform.available()
+        checks = platform.diagnose() if ok or platform.name == "linux-ns" else []
+        for check in checks:
+            if not check.ok:
+                for feature in check.blocks:
+                    failing.setdefault(feature, []).append(f"{name}: {check.name}")
+        platforms.append(
+            {
+                "name": name,
+                "plugin": registered.plugin,
+                "description": platform.description,
+                "available": ok,
+                "reason": reason,
+                "outer_boundary": platform.outer_boundary,
+                "capabilities": sorted(platform.capabilities),
+                "checks": [c.to_json() for c in checks],
+            }
+        )
+    return {"platforms": platforms, "failing_features": failing}
+
+
+def run(ns: argparse.Namespace, ctx: Context) -> int:
+    data = collect(ctx)
+    if ns.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    for platform in data["platforms"]:
+        mark = "ok" if platform["available"] else "unavailable"
+        print(f"{platform['name']} [{mark}] {platform['description']}")
+        print(f"  {platform['reason']}")
+        if platform["capabilities"]:
+            print(f"  enforces: {', '.join(platform['capabilities'])}")
+        for check in platform["checks"]:
+            print(f"  {'ok  ' if check['ok'] else 'FAIL'} {check['name']}: {check['detail']}")
+            if check["fix"] and not check["ok"]:
+                print(f"       fix: {check['fix']}")
+    failing = data["failing_features"]
+    if failing:
+        print("policy features that would fail here:")
+        for feature, why in sorted(failing.items()):
+            label = "every sandboxed policy" if feature == "*" else feature
+            print(f"  {label}: {'; '.join(why)}")
+    else:
+        print("every policy feature can be enforced here")
+    return 0

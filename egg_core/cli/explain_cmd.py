@@ -1,0 +1,174 @@
+"""``egg explain [AGENT]``: the effective policy, every hole with its reason, and the command.
+
+Environment variables are shown by name only; their values (API keys, tokens) never appear, in
+either output form.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+from pathlib import Path
+from typing import Any
+
+from egg_core.cli.context import Context
+from egg_core.cli.table import render_table
+
+PLACEHOLDER_WORK_DIR = Path("/run/egg/<session>")
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "agent", nargs="?", metavar="AGENT", help="the agent to explain (default: shell)"
+    )
+    p.add_argument("--config", metavar="PATH", help="use this egg.yaml instead of discovering one")
+    p.add_argument("--platform", metavar="NAME", help="explain for this platform")
+    p.add_argument(
+        "--dangerously-skip-permissions",
+        action="store_true",
+        dest="skip_permissions",
+        help="as egg run would with this flag",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def run(ns: argparse.Namespace, ctx: Context) -> int:
+    data = explain_data(ns, ctx)
+    if ns.json:
+        print(json.dumps(data, indent=2))
+    else:
+        print(render_human(data))
+    return 0
+
+
+def explain_data(ns: argparse.Namespace, ctx: Context) -> dict[str, Any]:
+    from egg_core.launch import plan_launch
+    from egg_core.sandbox import Launch
+
+    cwd = Path(os.getcwd())
+    plan = plan_launch(
+        ctx.pm,
+        environ=ctx.environ,
+        cwd=cwd,
+        agent=ns.agent,
+        config_path=ns.config,
+        platform=ns.platform,
+        skip_permissions=ns.skip_permissions,
+        allow_unavailable=True,
+    )
+    platform = plan.selection.platform
+    launch = Launch(
+        policy=plan.policy,
+        argv=plan.argv,
+        env=plan.env,
+        cwd=cwd,
+        work_dir=PLACEHOLDER_WORK_DIR,
+        egg_home=plan.egg_home,
+        tty=True,
+    )
+    policy = plan.policy
+    extra = platform.describe(launch)
+    env_names = sorted({*plan.env, *extra.pop("env_added", [])})
+    resolved = plan.resolved
+    return {
+        "agent": policy.agent,
+        "known_agent": plan.known_agent,
+        "agent_description": plan.profile.description,
+        "platform": platform.name,
+        "platform_reason": plan.selection.reason,
+        "platform_error": plan.platform_problem,
+        "outer_boundary": plan.selection.outer_boundary,
+        "requires_sandbox": policy.requires_sandbox,
+        "command": platform.command(launch),
+        "argv": list(plan.argv),
+        "config": {
+            "origin": resolved.origin,
+            "path": str(resolved.path) if resolved.path else None,
+            "files": [str(p) for p in resolved.files],
+        },
+        "fs": [e.to_json() for e in policy.fs],
+        "protected": [e.to_json() for e in policy.protected],
+        "network": {
+            "mode": policy.mode,
+            "need": policy.network_need,
+            "domains": list(policy.domains),
+            "local_ports": list(policy.local_ports),
+        },
+        "env": env_names,
+        "resources": {
+            "cpu_seconds": policy.cpu_seconds,
+            "memory_bytes": policy.memory_bytes,
+            "max_fds": policy.max_fds,
+            "max_pids": policy.max_pids,
+        },
+        "drilled": [h.to_json() for h in policy.drilled],
+        "derived": [h.to_json() for h in policy.derived],
+        "suppressed": [h.to_json() for h in policy.suppressed],
+        **({"platform_detail": extra} if extra else {}),
+    }
+
+
+def _holes(title: str, holes: list[dict[str, str]]) -> list[str]:
+    if not holes:
+        return [f"{title}: none"]
+    rows = [[h["kind"], h["value"], h["agent"], h["reason"]] for h in holes]
+    return [f"{title}:", render_table(["KIND", "VALUE", "AGENT", "REASON"], rows)]
+
+
+def render_human(data: dict[str, Any]) -> str:
+    agent = data["agent"]
+    if not data["known_agent"]:
+        agent_line = f"{agent} (unknown agent: no plugin registers it; no holes are drilled)"
+    else:
+        agent_line = f"{agent} ({data['agent_description']})"
+    config = data["config"]
+    config_line = config["origin"] + (
+        f": {' -> '.join(config['files'])}" if config["files"] else ""
+    )
+    platform_line = f"{data['platform']} ({data['platform_reason']})"
+    if data["outer_boundary"]:
+        platform_line += f"; outer boundary: {data['outer_boundary']}"
+    if data["platform_error"]:
+        platform_line += f"; cannot run here: {data['platform_error']}"
+    net = data["network"]
+    domains = ", ".join(net["domains"]) or "-"
+    ports = ", ".join(str(p) for p in net["local_ports"]) or "-"
+    res = data["resources"]
+    limits = ", ".join(f"{k}={v}" for k, v in res.items() if v is not None) or "none"
+    lines = [
+        render_table(
+            ["", ""],
+            [
+                ["agent", agent_line],
+                ["config", config_line],
+                ["platform", platform_line],
+                [
+                    "network",
+                    f"{net['need']} ({net['mode']}); domains: {domains}; local ports: {ports}",
+                ],
+                ["resources", limits],
+                ["env", ", ".join(data["env"]) + "  (names only)"],
+            ],
+        ).split("\n", 1)[1],
+        "",
+        "filesystem (later rules win; / is read-only unless a rule says otherwise):",
+        render_table(
+            ["MODE", "PATH", "SOURCE"],
+            [[e["mode"], e["path"], e["source"]] for e in data["fs"] + data["protected"]],
+        ),
+        "",
+        *_holes(f"drilled for {agent}", data["drilled"]),
+        "",
+        *_holes("derived", data["derived"]),
+        "",
+        *_holes("suppressed", data["suppressed"]),
+        "",
+        "command:",
+        "  " + shlex.join(data["command"]),
+    ]
+    detail = data.get("platform_detail") or {}
+    for key, value in detail.items():
+        lines += ["", f"{key}:", str(value)]
+    return "\n".join(lines)

@@ -1,0 +1,367 @@
+"""``egg run | attach | ls | status | kill | replay``: sessions from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from egg_core.cli.context import Context
+from egg_core.errors import EggError, UsageError
+
+START_TIMEOUT = 15.0
+
+
+# --- argument parsing --------------------------------------------------------------------------
+
+
+def configure_run(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", metavar="PATH", help="use this egg.yaml instead of discovering one")
+    p.add_argument("--platform", metavar="NAME", help="sandbox platform (default: best available)")
+    p.add_argument("--detach", action="store_true", help="print the session id and return")
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=0,
+        metavar="SECONDS",
+        help="end the session after this long without input or output",
+    )
+    p.add_argument("--audit", action="store_true", help="record input and output (egg replay)")
+    p.add_argument("--trace", action="store_true", help="record the command's syscalls")
+    p.add_argument("--rows", type=int, metavar="N", help="terminal rows (default: this terminal)")
+    p.add_argument("--cols", type=int, metavar="N", help="terminal columns")
+    p.add_argument(
+        "--dangerously-skip-permissions",
+        dest="skip_permissions",
+        action="store_true",
+        help="pass the agent's skip-permissions flag",
+    )
+    p.add_argument("--detach-key", default="ctrl-\\", metavar="KEY")
+    p.add_argument("rest", nargs=argparse.REMAINDER, metavar="AGENT [ARGS] | -- CMD ARGS")
+
+
+def configure_attach(p: argparse.ArgumentParser) -> None:
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--read-only", action="store_true", help="watch without typing or resizing")
+    p.add_argument(
+        "--detach-key", default="ctrl-\\", metavar="KEY", help="key that detaches (default ctrl-\\)"
+    )
+
+
+def configure_ls(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--all", action="store_true", help="include sessions that have ended")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def configure_status(p: argparse.ArgumentParser) -> None:
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--screen", action="store_true", help="print the current screen as text")
+
+
+def configure_kill(p: argparse.ArgumentParser) -> None:
+    p.add_argument("id", metavar="ID")
+
+
+def configure_replay(p: argparse.ArgumentParser) -> None:
+    p.add_argument("id", metavar="ID")
+    p.add_argument(
+        "--speed", type=float, default=1.0, help="playback speed (2 = twice as fast, 0 = no delays)"
+    )
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+
+def _egg_home(ctx: Context) -> Path:
+    from egg_core.paths import egg_home
+
+    return egg_home(ctx.environ)
+
+
+def recover_crashed_sessions(egg_home: Path) -> list[str]:
+    """Restore the settings snapshots of sessions whose daemon died without restoring them."""
+    from egg_core.session import snapshot
+    from egg_core.session.store import daemon_alive, list_sessions, update_meta
+
+    messages = []
+    for record in list_sessions(egg_home):
+        if record.alive or record.meta.get("state") != "running":
+            continue
+        changed = snapshot.restore(record.paths)
+        update_meta(record.paths, state="crashed", ended=time.time())
+        record.paths.sock.unlink(missing_ok=True)
+        detail = "; ".join(changed) if changed else "nothing had changed"
+        messages.append(f"session {record.paths.id}: its daemon died; settings restored ({detail})")
+        assert not daemon_alive(record.paths)
+    return messages
+
+
+def _report_recovery(ctx: Context) -> None:
+    for line in recover_crashed_sessions(_egg_home(ctx)):
+        print(f"egg: {line}", file=sys.stderr)
+
+
+def _size(ns: argparse.Namespace) -> tuple[int, int]:
+    from egg_core.session.client import terminal_size
+
+    rows, cols = terminal_size(sys.stdin.fileno() if sys.stdin.isatty() else 1)
+    return ns.rows or rows, ns.cols or cols
+
+
+# --- egg run -----------------------------------------------------------------------------------
+
+
+def run_session(ns: argparse.Namespace, ctx: Context) -> int:
+    from egg_core.launch import find_command, plan_launch
+    from egg_core.session.client import attach, parse_detach_key
+    from egg_core.session.spec import RunSpec
+    from egg_core.session.store import create_session, write_json
+
+    rest = list(ns.rest)
+    agent: str | None = None
+    command: list[str] = []
+    agent_args: list[str] = []
+    if rest[:1] == ["--"]:
+        command = rest[1:]
+        if not command:
+            raise UsageError("no command after -- (egg run -- CMD ARGS...)")
+    elif rest:
+        agent, agent_args = rest[0], rest[1:]
+    else:
+        raise UsageError("name an agent or a command (egg run AGENT [ARGS] | egg run -- CMD)")
+    detach_key = parse_detach_key(ns.detach_key)
+    _report_recovery(ctx)
+    cwd = Path(os.getcwd())
+    plan = plan_launch(
+        ctx.pm,
+        environ=ctx.environ,
+        cwd=cwd,
+        agent=agent,
+        command=command,
+        agent_args=agent_args,
+        config_path=ns.config,
+        platform=ns.platform,
+        skip_permissions=ns.skip_permissions,
+    )
+    if not plan.known_agent:
+        print(
+            f"egg: unknown agent {plan.profile.name!r}: running with no agent holes",
+            file=sys.stderr,
+        )
+    if find_command(plan.argv[0], plan.env, cwd) is None:
+        raise EggError(f"{plan.argv[0]}: command not found", exit_code=127)
+    for hole in (*plan.policy.drilled, *plan.policy.derived):
+        print(f"egg: {hole.kind} {hole.value} for {hole.agent}: {hole.reason}", file=sys.stderr)
+    if plan.selection.outer_boundary:
+        print(
+            f"egg: outer boundary: {plan.selection.outer_boundary} (no OS sandbox)", file=sys.stderr
+        )
+    rows, cols = _size(ns)
+    paths = create_session(plan.egg_home)
+    spec = RunSpec(
+        cwd=str(cwd),
+        agent=agent,
+        command=command,
+        agent_args=agent_args,
+        config_path=str(Path(ns.config).absolute()) if ns.config else None,
+        platform=ns.platform,
+        skip_permissions=ns.skip_permissions,
+        audit=ns.audit,
+        trace=ns.trace,
+        rows=rows,
+        cols=cols,
+        idle_timeout=ns.idle_timeout,
+    )
+    write_json(paths.spec, spec.to_json())
+    start_daemon(paths, ctx)
+    if ns.detach:
+        print(paths.id)
+        return 0
+    print(f"egg: session {paths.id} (detach with {ns.detach_key})", file=sys.stderr)
+    return attach(paths, detach_key=detach_key)
+
+
+def start_daemon(paths: Any, ctx: Context) -> None:
+    """Start the session daemon detached from this terminal; wait until it serves or fails."""
+    from egg_core.session.store import read_json
+
+    with open(paths.log, "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "egg_core.session.daemon", str(paths.directory)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            env=dict(ctx.environ),
+            cwd=str(paths.directory),
+        )
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if paths.sock.exists():
+            return
+        code = proc.poll()
+        if code is not None:
+            meta = read_json(paths.meta)
+            why = meta.get("error") or _last_line(paths.log) or f"daemon exited {code}"
+            raise EggError(f"session {paths.id} failed to start: {why}")
+        time.sleep(0.01)
+    raise EggError(
+        f"session {paths.id} did not start within {START_TIMEOUT:.0f} s (see {paths.log})"
+    )
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
+
+
+# --- attach, ls, status, kill, replay ----------------------------------------------------------
+
+
+def attach_session(ns: argparse.Namespace, ctx: Context) -> int:
+    from egg_core.session.client import attach, parse_detach_key
+    from egg_core.session.store import daemon_alive, find_session, read_json
+
+    paths = find_session(_egg_home(ctx), ns.id)
+    if not daemon_alive(paths):
+        meta = read_json(paths.meta)
+        state = meta.get("state", "gone")
+        code = meta.get("exit_code")
+        raise EggError(
+            f"session {paths.id} is not running ({state}"
+            + (f", exit code {code}" if code is not None else "")
+            + ")"
+        )
+    return attach(paths, read_only=ns.read_only, detach_key=parse_detach_key(ns.detach_key))
+
+
+def list_sessions_cmd(ns: argparse.Namespace, ctx: Context) -> int:
+    from egg_core.cli.table import render_table
+    from egg_core.session.store import list_sessions
+
+    _report_recovery(ctx)
+    records = [r for r in list_sessions(_egg_home(ctx)) if ns.all or r.alive]
+    if ns.json:
+        print(
+            json.dumps([{"id": r.paths.id, "state": r.state, **r.meta} for r in records], indent=2)
+        )
+        return 0
+    rows = []
+    for r in records:
+        started = r.meta.get("started")
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if started else "-"
+        code = r.meta.get("exit_code")
+        state = r.state + (f" ({code})" if code is not None and not r.alive else "")
+        rows.append(
+            [
+                r.paths.id,
+                state,
+                str(r.meta.get("agent", "-")),
+                str(r.meta.get("platform", "-")),
+                when,
+                " ".join(r.meta.get("command", []))[:60],
+            ]
+        )
+    if rows:
+        print(render_table(["ID", "STATE", "AGENT", "PLATFORM", "STARTED", "COMMAND"], rows))
+    return 0
+
+
+def status_session(ns: argparse.Namespace, ctx: Context) -> int:
+    from egg_core.session.client import Connection
+    from egg_core.session.store import daemon_alive, find_session, read_json
+
+    paths = find_session(_egg_home(ctx), ns.id)
+    if not daemon_alive(paths):
+        meta = read_json(paths.meta)
+        data = {"id": paths.id, "state": meta.get("state", "gone"), **meta}
+    else:
+        conn = Connection(paths)
+        try:
+            data = conn.request_status(screen=ns.screen)
+        finally:
+            conn.close()
+        data["state"] = "running"
+    if ns.screen:
+        screen = data.get("screen")
+        if screen is None:
+            raise EggError(f"session {paths.id} has no screen to show")
+        print("\n".join(screen))
+        return 0
+    if ns.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    for key in (
+        "id",
+        "state",
+        "pid",
+        "agent",
+        "command",
+        "platform",
+        "uptime",
+        "idle",
+        "clients",
+        "bytes",
+        "exit_code",
+    ):
+        if key in data:
+            value = " ".join(data[key]) if isinstance(data[key], list) else data[key]
+            print(f"{key:10} {value}")
+    return 0
+
+
+def kill_session(ns: argparse.Namespace, ctx: Context) -> int:
+    from egg_core.session import protocol as p
+    from egg_core.session.client import Connection
+    from egg_core.session.store import daemon_alive, daemon_pid, find_session
+
+    paths = find_session(_egg_home(ctx), ns.id)
+    if not daemon_alive(paths):
+        raise EggError(f"session {paths.id} is not running")
+    try:
+        conn = Connection(paths)
+        conn.send(p.KILL, p.pack_kill(signal.SIGTERM))
+        conn.close()
+    except EggError:
+        pid = daemon_pid(paths)
+        if pid:
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while daemon_alive(paths) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if daemon_alive(paths):
+        pid = daemon_pid(paths)
+        if pid:
+            os.kill(pid, signal.SIGKILL)
+    print(f"killed session {paths.id}")
+    return 0
+
+
+def replay_session(ns: argparse.Namespace, ctx: Context) -> int:
+    from egg_core.session.audit import OUTPUT, read_records
+    from egg_core.session.store import find_session
+
+    paths = find_session(_egg_home(ctx), ns.id)
+    if not paths.audit.exists():
+        raise EggError(f"session {paths.id} has no audit log (run it with --audit)")
+    previous: float | None = None
+    out = sys.stdout.buffer
+    for stamp, kind, data in read_records(paths.audit):
+        if kind != OUTPUT:
+            continue
+        if previous is not None and ns.speed > 0:
+            time.sleep(min(max(stamp - previous, 0) / ns.speed, 5.0))
+        previous = stamp
+        out.write(data)
+        out.flush()
+    return 0

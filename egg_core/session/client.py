@@ -1,0 +1,197 @@
+"""Clients of a session daemon: the interactive attach, and one-shot requests (status, kill).
+
+Attach puts the terminal in raw mode and relays bytes both ways; the detach key (default Ctrl-\\)
+leaves the session running; SIGWINCH becomes a RESIZE. The terminal is restored on every exit
+path — detach, session exit, a lost connection, an exception.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import termios
+import tty
+from collections.abc import Iterator
+from typing import Any
+
+from egg_core.errors import EggError
+from egg_core.session import protocol as p
+from egg_core.session.store import SessionPaths, read_token
+
+DEFAULT_DETACH_KEY = b"\x1c"  # Ctrl-\
+
+
+def parse_detach_key(text: str) -> bytes:
+    """``ctrl-\\``, ``ctrl-a``, ``^A`` or a single character -> the byte the terminal sends."""
+    value = text.strip()
+    lowered = value.lower()
+    for prefix in ("ctrl-", "ctrl+", "c-", "^"):
+        if lowered.startswith(prefix) and len(value) == len(prefix) + 1:
+            char = value[-1]
+            code = ord(char.upper()) ^ 0x40 if char.isalpha() else ord(char) ^ 0x40
+            if 0 <= code < 32 or code == 127:
+                return bytes([code])
+    if len(value.encode()) == 1:
+        return value.encode()
+    raise EggError(f"bad detach key {text!r} (use e.g. ctrl-\\\\, ctrl-a or ^A)", exit_code=2)
+
+
+class Connection:
+    """An authenticated connection to a session daemon."""
+
+    def __init__(self, paths: SessionPaths, timeout: float = 5.0) -> None:
+        self.paths = paths
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        try:
+            self.sock.connect(str(paths.sock))
+            token = read_token(paths)
+        except OSError as exc:
+            self.sock.close()
+            raise EggError(f"session {paths.id} is not running ({exc.strerror})") from exc
+        self.decoder = p.Decoder(p.SERVER_TYPES, p.MAX_SERVER_FRAME)
+        self.send(p.AUTH, token)
+
+    def send(self, frame_type: int, payload: bytes = b"") -> None:
+        self.sock.sendall(p.encode(frame_type, payload))
+
+    def frames(self) -> Iterator[p.Frame]:
+        """Frames as they arrive, until the daemon closes the connection."""
+        while True:
+            try:
+                data = self.sock.recv(1 << 16)
+            except TimeoutError as exc:
+                raise EggError(f"session {self.paths.id} did not answer") from exc
+            if not data:
+                return
+            yield from self.decoder.feed(data)
+
+    def request_status(self, screen: bool = False) -> dict[str, Any]:
+        self.send(p.STATUS, p.STATUS_WITH_SCREEN if screen else b"")
+        for frame in self.frames():
+            if frame.type == p.STATUS_REPLY:
+                data = json.loads(frame.payload)
+                return data if isinstance(data, dict) else {}
+        raise EggError(f"session {self.paths.id} closed the connection")
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+
+def terminal_size(fd: int) -> tuple[int, int]:
+    try:
+        size = os.get_terminal_size(fd)
+        return size.lines, size.columns
+    except OSError:
+        return 24, 80
+
+
+@contextlib.contextmanager
+def raw_terminal(fd: int) -> Iterator[None]:
+    if not os.isatty(fd):
+        yield
+        return
+    saved = termios.tcgetattr(fd)
+    try:
+        tty.setraw(fd)
+        yield
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+def attach(
+    paths: SessionPaths,
+    *,
+    read_only: bool = False,
+    detach_key: bytes = DEFAULT_DETACH_KEY,
+    stdin: int | None = None,
+    stdout: int | None = None,
+) -> int:
+    """Attach the terminal; return the session's exit code, or 0 when detached."""
+    in_fd = sys.stdin.fileno() if stdin is None else stdin
+    out_fd = sys.stdout.fileno() if stdout is None else stdout
+    conn = Connection(paths)
+    conn.sock.settimeout(None)
+    rows, cols = terminal_size(in_fd if os.isatty(in_fd) else out_fd)
+    conn.send(p.ATTACH, p.pack_attach(read_only, rows, cols))
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+
+    def on_winch(_sig: int, _frame: object) -> None:
+        with contextlib.suppress(OSError):
+            os.write(wake_w, b"w")
+
+    old_winch = signal.signal(signal.SIGWINCH, on_winch)
+    result: int | None = None
+    reason: str | None = None
+    detached = False
+    stdin_open = True
+    try:
+        with raw_terminal(in_fd):
+            while result is None and not detached:
+                watch: list[Any] = [conn.sock, wake_r] + ([in_fd] if stdin_open else [])
+                try:
+                    ready, _, _ = select.select(watch, [], [])
+                except InterruptedError:
+                    continue
+                if wake_r in ready:
+                    os.read(wake_r, 64)
+                    if not read_only:
+                        rows, cols = terminal_size(in_fd if os.isatty(in_fd) else out_fd)
+                        conn.send(p.RESIZE, p.pack_size(rows, cols))
+                if in_fd in ready:
+                    data = os.read(in_fd, 65536)
+                    if not data:
+                        stdin_open = False
+                    elif detach_key in data:
+                        before = data.split(detach_key, 1)[0]
+                        if before and not read_only:
+                            conn.send(p.INPUT, before)
+                        conn.send(p.DETACH)
+                        detached = True
+                    elif not read_only:
+                        conn.send(p.INPUT, data)
+                if conn.sock in ready:
+                    data = conn.sock.recv(1 << 18)
+                    if not data:
+                        break
+                    for frame in conn.decoder.feed(data):
+                        if frame.type == p.OUTPUT:
+                            _write_all(out_fd, frame.payload)
+                        elif frame.type == p.EXIT:
+                            result, reason = p.unpack_exit(frame.payload)
+                        elif frame.type == p.NOTICE:
+                            _write_all(out_fd, b"\r\n[egg] " + frame.payload + b"\r\n")
+    finally:
+        signal.signal(signal.SIGWINCH, old_winch)
+        os.close(wake_r)
+        os.close(wake_w)
+        conn.close()
+    if detached:
+        print(
+            f"\r\n[detached from session {paths.id}; egg attach {paths.id} to return]",
+            file=sys.stderr,
+        )
+        return 0
+    if result is None:
+        raise EggError(f"lost the connection to session {paths.id}")
+    if reason:
+        print(f"\r\negg: session {paths.id}: {reason}", file=sys.stderr)
+    return result
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except BlockingIOError:
+            select.select([], [fd], [])
+            continue
+        view = view[written:]

@@ -1,0 +1,595 @@
+"""The per-session daemon: owns the PTY, serves clients on the session socket, outlives terminals.
+
+``egg run`` starts it as its own detached process (``python -m egg_core.session.daemon DIR``).
+It re-resolves the plan from ``spec.json`` (inheriting egg run's environment), snapshots the
+agent's settings, prepares the platform, spawns the sandboxed command under a PTY, and serves.
+
+The hot path is only: read the PTY -> write the chunk to each attached client's transport ->
+append it to the replay ring. Nothing on it waits for a client: a client whose transport buffer
+grows past a high-water mark stops receiving live output and is repainted from the ring when it has
+drained (or dropped if it never does). No terminal emulator runs while output flows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import hmac
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from egg_core.session import protocol as p
+from egg_core.session.store import SessionPaths, read_json, update_meta
+
+HIGH_WATER = 4 * 1024 * 1024  # a client this far behind stops getting live output
+LOW_WATER = 256 * 1024  # ... and is repainted once it has drained to here
+DROP_AFTER = 30.0  # seconds a client may stay behind before it is dropped
+AUTH_TIMEOUT = 5.0
+KILL_GRACE = 5.0
+READ_SIZE = 1 << 16
+OUTPUT_CHUNK = 1 << 19
+
+
+def log(paths: SessionPaths, message: str) -> None:
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+    with open(paths.log, "a") as handle:
+        handle.write(f"{stamp} {message}\n")
+
+
+class Client:
+    """One authenticated connection."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self.writer = writer
+        self.transport = writer.transport
+        self.attached = False
+        self.read_only = False
+        self.rows = 24
+        self.cols = 80
+        self.behind_since: float | None = None
+
+    def send(self, frame_type: int, payload: bytes = b"") -> None:
+        if self.transport.is_closing():
+            return
+        self.transport.write(p.encode_header(frame_type, len(payload)))
+        if payload:
+            self.transport.write(payload)
+
+    def buffered(self) -> int:
+        return int(self.transport.get_write_buffer_size())
+
+
+class Daemon:
+    def __init__(self, paths: SessionPaths) -> None:
+        from egg_core.session.ring import ReplayRing
+        from egg_core.session.spec import RunSpec
+
+        self.paths = paths
+        self.spec = RunSpec.from_json(read_json(paths.spec))
+        self.token = paths.token.read_bytes().strip()
+        self.ring = ReplayRing(self.spec.ring_bytes)
+        self.clients: set[Client] = set()
+        self.rows, self.cols = self.spec.rows, self.spec.cols
+        self.started = time.time()
+        self.last_activity = self.started
+        self.first_output: float | None = None
+        self.exit_code: int | None = None
+        self.exit_reason: str | None = None
+        self.audit: Any = None
+        self.proc: Any = None
+        self.prepared: Any = None
+        self.child_pid: int | None = None
+        self.done = asyncio.Event()
+        self.browser_offset = 0
+        self.pm: Any = None
+        self.info: Any = None
+
+    # -- start-up ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Resolve, snapshot, prepare and spawn. Raises EggError for anything a user can fix."""
+        from egg_core.launch import plan_launch
+        from egg_core.plugins import get_plugin_manager
+        from egg_core.sandbox import Launch
+        from egg_core.session import snapshot
+        from egg_core.session.info import SessionInfo
+
+        spec = self.spec
+        self.pm = get_plugin_manager()
+        plan = plan_launch(
+            self.pm,
+            environ=os.environ,
+            cwd=Path(spec.cwd),
+            agent=spec.agent,
+            command=spec.command,
+            agent_args=spec.agent_args,
+            config_path=spec.config_path,
+            platform=spec.platform,
+            skip_permissions=spec.skip_permissions,
+            resume_id=spec.resume_id,
+        )
+        self.plan = plan
+        settings = settings_files(plan)
+        snapshot.take(self.paths, settings)
+        self.paths.shared.mkdir(mode=0o700, exist_ok=True)
+        launch = Launch(
+            policy=plan.policy,
+            argv=plan.argv,
+            env={**plan.env, **self.browser_env(plan)},
+            cwd=Path(spec.cwd),
+            work_dir=self.paths.directory,
+            egg_home=plan.egg_home,
+            tty=True,
+            network_log=self.paths.network_log,
+            shared_dir=self.paths.shared,
+        )
+        platform = plan.selection.platform
+        self.prepared = platform.prepare(launch)
+        if spec.trace or plan.policy.trace:
+            self.trace(self.prepared)
+        audit_on = spec.audit or plan.policy.audit
+        if audit_on:
+            from egg_core.session.audit import AuditWriter
+
+            self.audit = AuditWriter(self.paths.audit)
+        self.spawn()
+        self.info = SessionInfo(
+            id=self.paths.id,
+            directory=self.paths.directory,
+            agent=plan.profile.name,
+            command=plan.argv,
+            cwd=Path(spec.cwd),
+            platform=platform.name,
+            pid=self.child_pid,
+        )
+        update_meta(
+            self.paths,
+            state="running",
+            agent=plan.profile.name,
+            cwd=spec.cwd,
+            command=list(plan.argv),
+            platform=platform.name,
+            outer_boundary=plan.selection.outer_boundary,
+            network=plan.policy.network_summary(),
+            rows=self.rows,
+            cols=self.cols,
+            started=self.started,
+            pid=self.child_pid,
+            daemon_pid=os.getpid(),
+            audit=audit_on,
+            settings=[str(s) for s in settings],
+        )
+        self.pm.hook.egg_session_started(session=self.info)
+
+    def trace(self, prepared: Any) -> None:
+        """``--trace``: strace follows the sandbox from outside (ptrace is denied inside)."""
+        import shutil
+
+        from egg_core.errors import EnforcementError
+
+        strace = shutil.which("strace")
+        if strace is None:
+            prepared.cleanup()
+            raise EnforcementError("--trace needs strace (apt install strace)")
+        trace_log = self.paths.directory / "trace.log"
+        prepared.argv = [strace, "-f", "-qq", "-tt", "-o", str(trace_log), "--", *prepared.argv]
+
+    def browser_env(self, plan: Any) -> dict[str, str]:
+        """``BROWSER``/``xdg-open``/``open`` inside record the URL here instead of opening it."""
+        bin_dir = self.paths.shared / "bin"
+        bin_dir.mkdir(parents=True, exist_ok=True)
+        inside = plan.selection.platform.shared_path(self.paths.shared)
+        script = (
+            "#!/bin/sh\n"
+            "# egg: record the URL for the attached clients instead of opening a browser\n"
+            f'printf "%s\\n" "$*" >> "{inside}/browser-requests"\n'
+            'echo "egg: open this URL in your browser: $*" >&2\n'
+        )
+        for name in ("egg-browser", "xdg-open", "open", "sensible-browser", "www-browser"):
+            shim = bin_dir / name
+            shim.write_text(script)
+            shim.chmod(0o755)
+        path = plan.env.get("PATH", os.defpath)
+        return {"BROWSER": f"{inside}/bin/egg-browser", "PATH": f"{inside}/bin:{path}"}
+
+    def spawn(self) -> None:
+        import ptyprocess
+
+        prepared = self.prepared
+        ignored = tuple(prepared.ignore_signals)
+
+        def preexec() -> None:
+            for sig in ignored:
+                signal.signal(sig, signal.SIG_IGN)
+            if prepared.preexec_fn is not None:
+                prepared.preexec_fn()
+
+        self.proc = ptyprocess.PtyProcess.spawn(
+            prepared.argv,
+            cwd=str(prepared.cwd),
+            env=prepared.env,
+            dimensions=(self.rows, self.cols),
+            pass_fds=prepared.pass_fds,
+            preexec_fn=preexec,
+        )
+        prepared.spawned()
+        self.child_pid = prepared.child_pid() or self.proc.pid
+
+    # -- serving -------------------------------------------------------------------------------
+
+    async def serve(self) -> None:
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(FileNotFoundError):
+            self.paths.sock.unlink()
+        old_umask = os.umask(0o177)
+        try:
+            server = await asyncio.start_unix_server(self.handle, path=str(self.paths.sock))
+        finally:
+            os.umask(old_umask)
+        os.chmod(self.paths.sock, 0o600)
+        os.set_blocking(self.proc.fd, False)
+        loop.add_reader(self.proc.fd, self.on_pty_readable)
+        loop.add_signal_handler(signal.SIGCHLD, self.reap)
+        loop.add_signal_handler(signal.SIGTERM, self.terminate_command)
+        loop.add_signal_handler(signal.SIGHUP, lambda: None)
+        timers = [asyncio.create_task(self.periodic())]
+        self.reap()
+        await self.done.wait()
+        loop.remove_reader(self.proc.fd)
+        await self.finish()
+        server.close()
+        for task in timers:
+            task.cancel()
+
+    def on_pty_readable(self) -> None:
+        try:
+            data = os.read(self.proc.fd, READ_SIZE)
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EINTR):
+                return
+            data = b""
+        if not data:
+            asyncio.get_running_loop().remove_reader(self.proc.fd)
+            self.reap(block=True)
+            return
+        now = time.time()
+        self.last_activity = now
+        if self.first_output is None:
+            self.first_output = now
+        for client in self.clients:
+            if client.attached and client.behind_since is None:
+                client.send(p.OUTPUT, data)
+                if client.buffered() > HIGH_WATER:
+                    client.behind_since = now
+        self.ring.feed(data)
+        if self.audit is not None:
+            self.audit.record(2, data)
+
+    def reap(self, block: bool = False) -> None:
+        if self.exit_code is not None or self.proc is None:
+            return
+        try:
+            pid, status = os.waitpid(self.proc.pid, 0 if block else os.WNOHANG)
+        except ChildProcessError:
+            pid, status = self.proc.pid, 0
+        if pid == 0:
+            return
+        returncode = os.waitstatus_to_exitcode(status)
+        code = self.prepared.command_exit_code(returncode)
+        if code is None:
+            code = 125
+            self.exit_reason = "the sandbox failed before the command started (see egg.log)"
+        else:
+            self.exit_reason = self.prepared.exit_reason(code)
+        self.exit_code = code
+        self.drain_pty()
+        self.done.set()
+
+    def drain_pty(self) -> None:
+        while True:
+            try:
+                data = os.read(self.proc.fd, READ_SIZE)
+            except OSError:
+                return
+            if not data:
+                return
+            for client in self.clients:
+                if client.attached and client.behind_since is None:
+                    client.send(p.OUTPUT, data)
+            self.ring.feed(data)
+
+    async def periodic(self) -> None:
+        watchdog_logged = False
+        while True:
+            await asyncio.sleep(0.25)
+            now = time.time()
+            for client in list(self.clients):
+                if client.behind_since is None:
+                    continue
+                if client.buffered() <= LOW_WATER:
+                    client.behind_since = None
+                    self.repaint(client)
+                elif now - client.behind_since > DROP_AFTER:
+                    log(self.paths, "dropped a client that stayed too far behind")
+                    client.transport.abort()
+                    self.clients.discard(client)
+            if (
+                not watchdog_logged
+                and self.first_output is None
+                and now - self.started > self.spec.startup_watchdog
+            ):
+                watchdog_logged = True
+                log(
+                    self.paths,
+                    f"startup watchdog: no output in {self.spec.startup_watchdog:.0f} s from "
+                    f"{self.info.command if self.info else '?'}; it may be waiting for input "
+                    "(egg attach) or stuck",
+                )
+            if self.spec.idle_timeout and now - self.last_activity > self.spec.idle_timeout:
+                log(self.paths, f"idle for {self.spec.idle_timeout:.0f} s: ending the session")
+                self.exit_reason = "idle timeout"
+                self.terminate_command()
+                self.last_activity = now + KILL_GRACE
+            self.check_browser_requests()
+            if self.audit is not None:
+                self.audit.flush()
+
+    def check_browser_requests(self) -> None:
+        path = self.paths.shared / "browser-requests"
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(self.browser_offset)
+                data = handle.read(65536)
+        except OSError:
+            return
+        if not data:
+            return
+        self.browser_offset += len(data)
+        for raw in data.decode(errors="replace").splitlines():
+            url = raw.strip()
+            if not url:
+                continue
+            with open(self.paths.browser_log, "a") as out:
+                out.write(json.dumps({"time": time.time(), "url": url}) + "\n")
+            for client in self.clients:
+                if client.attached:
+                    client.send(p.NOTICE, f"open in your browser: {url}".encode())
+
+    def repaint(self, client: Client) -> None:
+        payload = self.ring.snapshot(client.rows, client.cols)
+        for start in range(0, len(payload), OUTPUT_CHUNK):
+            client.send(p.OUTPUT, payload[start : start + OUTPUT_CHUNK])
+
+    def resize(self, rows: int, cols: int) -> None:
+        if (rows, cols) == (self.rows, self.cols):
+            return
+        self.rows, self.cols = rows, cols
+        with contextlib.suppress(OSError):
+            self.proc.setwinsize(rows, cols)
+        if self.audit is not None:
+            self.audit.record(3, p.pack_size(rows, cols))
+
+    def terminate_command(self) -> None:
+        target = self.child_pid or self.proc.pid
+        with contextlib.suppress(OSError):
+            os.kill(target, signal.SIGTERM)
+        asyncio.get_running_loop().call_later(KILL_GRACE, self.kill_hard)
+
+    def kill_hard(self) -> None:
+        if self.exit_code is not None:
+            return
+        for pid in {self.child_pid, self.proc.pid}:
+            if pid:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+
+    def screen_text(self) -> list[str]:
+        """The current screen, rendered on demand (pyte never runs on the output path)."""
+        from egg_core.session.screen import render
+
+        return render(self.ring.since_last_repaint(), self.rows, self.cols).text()
+
+    def status(self) -> dict[str, Any]:
+        now = time.time()
+        return {
+            "id": self.paths.id,
+            "pid": self.child_pid,
+            "daemon_pid": os.getpid(),
+            "agent": self.info.agent if self.info else None,
+            "command": list(self.info.command) if self.info else [],
+            "platform": self.info.platform if self.info else None,
+            "uptime": round(now - self.started, 3),
+            "idle": round(now - self.last_activity, 3),
+            "clients": sum(1 for c in self.clients if c.attached),
+            "bytes": self.ring.total,
+            "rows": self.rows,
+            "cols": self.cols,
+            "exit_code": self.exit_code,
+        }
+
+    # -- connections ---------------------------------------------------------------------------
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        decoder = p.Decoder(p.CLIENT_TYPES, p.MAX_CLIENT_FRAME)
+        client: Client | None = None
+        try:
+            # Authenticate first; until then the peer receives nothing at all.
+            frames: list[p.Frame] = []
+            deadline = time.monotonic() + AUTH_TIMEOUT
+            while not frames:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return
+                data = await asyncio.wait_for(reader.read(4096), remaining)
+                if not data:
+                    return
+                frames = decoder.feed(data)
+            first, rest = frames[0], frames[1:]
+            if first.type != p.AUTH or not hmac.compare_digest(first.payload, self.token):
+                return
+            client = Client(writer)
+            self.clients.add(client)
+            if self.exit_code is not None:
+                client.send(p.EXIT, p.pack_exit(self.exit_code, self.exit_reason))
+            for frame in rest:
+                if not self.on_frame(client, frame):
+                    return
+            while True:
+                data = await reader.read(65536)
+                if not data:
+                    return
+                for frame in decoder.feed(data):
+                    if not self.on_frame(client, frame):
+                        return
+        except (TimeoutError, p.ProtocolError, ConnectionError, asyncio.IncompleteReadError):
+            return
+        finally:
+            if client is not None:
+                self.clients.discard(client)
+            writer.close()
+
+    def on_frame(self, client: Client, frame: p.Frame) -> bool:
+        """Handle one frame; False closes the connection."""
+        kind = frame.type
+        if kind == p.AUTH:
+            raise p.ProtocolError("AUTH twice")
+        if kind == p.ATTACH:
+            if client.attached:
+                raise p.ProtocolError("ATTACH twice")
+            client.read_only, client.rows, client.cols = p.unpack_attach(frame.payload)
+            client.attached = True
+            if not client.read_only:
+                self.resize(client.rows, client.cols)
+            self.repaint(client)
+            if self.exit_code is not None:
+                client.send(p.EXIT, p.pack_exit(self.exit_code, self.exit_reason))
+            return True
+        if kind == p.STATUS:
+            data = self.status()
+            if frame.payload == p.STATUS_WITH_SCREEN:
+                data["screen"] = self.screen_text()
+            client.send(p.STATUS_REPLY, p.pack_json(data))
+            return True
+        if kind == p.KILL:
+            signum = p.unpack_kill(frame.payload)
+            if client.attached and client.read_only:
+                return True
+            self.exit_reason = self.exit_reason or "killed by egg kill"
+            with contextlib.suppress(OSError):
+                os.kill(self.child_pid or self.proc.pid, signum)
+            if signum == signal.SIGTERM:
+                asyncio.get_running_loop().call_later(KILL_GRACE, self.kill_hard)
+            return True
+        if not client.attached:
+            raise p.ProtocolError("INPUT/RESIZE/DETACH before ATTACH")
+        if kind == p.DETACH:
+            return False
+        if client.read_only:
+            if kind == p.RESIZE:
+                p.unpack_size(frame.payload)  # still validated
+            return True
+        if kind == p.INPUT:
+            self.last_activity = time.time()
+            if self.audit is not None:
+                self.audit.record(1, frame.payload)
+            self.write_input(frame.payload)
+            return True
+        if kind == p.RESIZE:
+            client.rows, client.cols = p.unpack_size(frame.payload)
+            self.resize(client.rows, client.cols)
+            return True
+        raise p.ProtocolError(f"unexpected frame {kind}")
+
+    def write_input(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                written = os.write(self.proc.fd, view)
+            except BlockingIOError:
+                time.sleep(0.001)
+                continue
+            except OSError:
+                return
+            view = view[written:]
+
+    # -- ending --------------------------------------------------------------------------------
+
+    async def finish(self) -> None:
+        from egg_core.session import snapshot
+
+        code = self.exit_code if self.exit_code is not None else 1
+        for client in list(self.clients):
+            client.send(p.EXIT, p.pack_exit(code, self.exit_reason))
+        for client in list(self.clients):
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(client.writer.drain(), 2)
+            client.writer.close()
+        if self.audit is not None:
+            self.audit.close()
+        restored = snapshot.restore(self.paths)
+        for line in restored:
+            log(self.paths, f"settings snapshot: {line}")
+        if self.pm is not None and self.info is not None:
+            with contextlib.suppress(Exception):
+                self.pm.hook.egg_session_ended(session=self.info, exit_code=code)
+        update_meta(
+            self.paths,
+            state="exited",
+            exit_code=code,
+            exit_reason=self.exit_reason,
+            ended=time.time(),
+            bytes=self.ring.total,
+            settings_restored=restored,
+        )
+        with contextlib.suppress(OSError):
+            self.paths.sock.unlink()
+        self.prepared.cleanup()
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m egg_core.session.daemon SESSION_DIR", file=sys.stderr)
+        return 2
+    paths = SessionPaths(Path(argv[0]))
+    paths.pid.write_text(str(os.getpid()))
+    try:
+        daemon = Daemon(paths)
+        daemon.start()
+    except Exception as exc:
+        from egg_core.errors import EggError
+        from egg_core.session import snapshot
+
+        message = exc.message if isinstance(exc, EggError) else f"{type(exc).__name__}: {exc}"
+        log(paths, f"failed to start: {message}")
+        if not isinstance(exc, EggError):
+            log(paths, traceback.format_exc())
+        snapshot.restore(paths)
+        update_meta(paths, state="failed", error=message, ended=time.time())
+        return 1
+    try:
+        asyncio.run(daemon.serve())
+    except Exception:
+        log(paths, "daemon crashed:\n" + traceback.format_exc())
+        raise
+    return 0
+
+
+def settings_files(plan: Any) -> list[Path]:
+    """The agent's settings files to snapshot: the profile's, plus an egg.yaml override."""
+    home = Path(plan.policy.home)
+    files = [home / grant.value for grant in plan.profile.settings_files]
+    override = plan.resolved.config.agent_settings_map.get(plan.profile.name)
+    if override:
+        files.append(Path(os.path.expanduser(override.replace("~", str(home), 1))))
+    return list(dict.fromkeys(files))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

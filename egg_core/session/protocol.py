@@ -1,0 +1,158 @@
+"""The session wire protocol: length-prefixed binary frames over the session's Unix socket.
+
+Frame: ``u32 length`` (big-endian, of what follows) ``u8 type`` ``payload``. The first frame a
+client sends must be AUTH with the session token; until then the daemon sends nothing, and any
+other frame, a wrong token, a malformed or oversized frame closes that connection — and nothing
+else. Frames a client may send only after ATTACH (INPUT, RESIZE, DETACH) are out of order before
+it.
+
+Client -> daemon: AUTH(token), ATTACH(read_only, rows, cols), INPUT(bytes), RESIZE(rows, cols),
+DETACH, STATUS, KILL(signal).
+Daemon -> client: OUTPUT(bytes), EXIT(code, reason), STATUS_REPLY(json), NOTICE(text),
+ERROR(text).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any
+
+import attrs
+
+# client -> daemon
+AUTH = 1
+ATTACH = 2
+INPUT = 3
+RESIZE = 4
+DETACH = 5
+STATUS = 6
+KILL = 7
+# daemon -> client
+OUTPUT = 64
+EXIT = 65
+STATUS_REPLY = 66
+NOTICE = 67
+ERROR = 68
+
+#: STATUS payload asking for the rendered screen too
+STATUS_WITH_SCREEN = b"screen"
+
+CLIENT_TYPES = frozenset({AUTH, ATTACH, INPUT, RESIZE, DETACH, STATUS, KILL})
+SERVER_TYPES = frozenset({OUTPUT, EXIT, STATUS_REPLY, NOTICE, ERROR})
+HEADER = struct.Struct(">IB")
+MAX_CLIENT_FRAME = 64 * 1024  # input and control frames are small
+MAX_SERVER_FRAME = 1 << 20
+TOKEN_BYTES = 32
+MAX_DIMENSION = 10_000
+
+
+class ProtocolError(Exception):
+    """A malformed, oversized or out-of-order frame: the connection is closed."""
+
+
+@attrs.frozen
+class Frame:
+    type: int
+    payload: bytes = b""
+
+
+def encode(frame_type: int, payload: bytes = b"") -> bytes:
+    return HEADER.pack(len(payload) + 1, frame_type) + payload
+
+
+def encode_header(frame_type: int, payload_length: int) -> bytes:
+    """Just the header, so that a large payload can be written without copying it."""
+    return HEADER.pack(payload_length + 1, frame_type)
+
+
+class Decoder:
+    """Incremental frame decoder: feed bytes, take complete frames; rejects bad frames."""
+
+    def __init__(self, allowed: frozenset[int], max_frame: int) -> None:
+        self.allowed = allowed
+        self.max_frame = max_frame
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[Frame]:
+        self._buffer += data
+        frames = []
+        while len(self._buffer) >= HEADER.size:
+            length, frame_type = HEADER.unpack_from(self._buffer)
+            if length < 1 or length > self.max_frame:
+                raise ProtocolError(f"frame length {length} out of range")
+            if frame_type not in self.allowed:
+                raise ProtocolError(f"unknown frame type {frame_type}")
+            end = 4 + length
+            if len(self._buffer) < end:
+                break
+            frames.append(Frame(frame_type, bytes(self._buffer[HEADER.size : end])))
+            del self._buffer[:end]
+        return frames
+
+
+# --- payload helpers -------------------------------------------------------------------------
+
+_SIZE = struct.Struct(">HH")
+_ATTACH = struct.Struct(">BHH")
+_EXIT = struct.Struct(">i")
+_KILL = struct.Struct(">B")
+
+
+def pack_attach(read_only: bool, rows: int, cols: int) -> bytes:
+    return _ATTACH.pack(1 if read_only else 0, rows, cols)
+
+
+def unpack_attach(payload: bytes) -> tuple[bool, int, int]:
+    if len(payload) != _ATTACH.size:
+        raise ProtocolError("bad ATTACH payload")
+    flags, rows, cols = _ATTACH.unpack(payload)
+    if flags not in (0, 1):
+        raise ProtocolError("bad ATTACH flags")
+    return bool(flags), _dimension(rows), _dimension(cols)
+
+
+def pack_size(rows: int, cols: int) -> bytes:
+    return _SIZE.pack(rows, cols)
+
+
+def unpack_size(payload: bytes) -> tuple[int, int]:
+    if len(payload) != _SIZE.size:
+        raise ProtocolError("bad RESIZE payload")
+    rows, cols = _SIZE.unpack(payload)
+    return _dimension(rows), _dimension(cols)
+
+
+def _dimension(value: int) -> int:
+    if not 1 <= value <= MAX_DIMENSION:
+        raise ProtocolError(f"terminal dimension {value} out of range")
+    return value
+
+
+def pack_exit(code: int, reason: str | None) -> bytes:
+    return _EXIT.pack(code) + (reason or "").encode()
+
+
+def unpack_exit(payload: bytes) -> tuple[int, str | None]:
+    if len(payload) < _EXIT.size:
+        raise ProtocolError("bad EXIT payload")
+    (code,) = _EXIT.unpack_from(payload)
+    reason = payload[_EXIT.size :].decode(errors="replace") or None
+    return code, reason
+
+
+def pack_kill(signal_number: int) -> bytes:
+    return _KILL.pack(signal_number)
+
+
+def unpack_kill(payload: bytes) -> int:
+    if len(payload) != _KILL.size:
+        raise ProtocolError("bad KILL payload")
+    (number,) = _KILL.unpack(payload)
+    if not 1 <= number <= 64:
+        raise ProtocolError("bad signal number")
+    return int(number)
+
+
+def pack_json(data: Any) -> bytes:
+    return json.dumps(data).encode()

@@ -1,0 +1,191 @@
+"""Render output bytes into a screen, on demand: ``egg status ID --screen`` and the tests' oracle.
+
+Nothing here runs on the output path — pyte is far slower than a PTY — and no screen is kept
+resident: ``render`` builds one from ``ReplayRing.since_last_repaint()`` and drops it.
+
+``Screen`` is pyte's screen with the parts of xterm that pyte lacks and that a repaint depends on:
+the alternate screen buffer (pyte records ?1049 as a mode and otherwise ignores it), DECSC/DECRC
+with one saved cursor per screen, background-colour erase of the whole screen (pyte only recolours
+cells that were written before), ED 3 erasing scrollback rather than the screen, and private
+variants of CSI sequences being ignored rather than crashing pyte.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from collections import defaultdict
+from typing import Any
+
+import pyte
+from pyte import modes as mo
+from pyte.screens import Char, Savepoint, StaticDefaultDict
+
+_PRIVATE_AWARE = {"set_mode", "reset_mode", "erase_in_line", "erase_in_display"}
+_PRIVATE_AWARE.add("report_device_attributes")
+_BLOCK = 4096
+
+
+class Screen(pyte.Screen):
+    """pyte's screen plus xterm's alternate screen; ``text()`` gives the visible lines."""
+
+    def __init__(self, columns: int, lines: int) -> None:
+        super().__init__(columns, lines)
+        for name in set(pyte.Stream.csi.values()):
+            setattr(self, name, _lenient(getattr(self, name), name in _PRIVATE_AWARE))
+
+    def reset(self) -> None:
+        super().reset()
+        self.in_alt_screen = False
+        self._other = self._blank()  # the screen not shown: main while in the alternate one
+        self._saved: list[Savepoint | None] = [None, None]  # DECSC slot of main and alternate
+        self.savepoints = []
+
+    def text(self) -> list[str]:
+        """The visible screen, one string per row, trailing blanks removed."""
+        return [line.rstrip() for line in self.display]
+
+    def _blank(self) -> defaultdict[int, StaticDefaultDict[int, Char]]:
+        return defaultdict(lambda: StaticDefaultDict(self.default_char))
+
+    def _switch(self, alt: bool) -> None:
+        if alt != self.in_alt_screen:
+            self.buffer, self._other = self._other, self.buffer
+            self.in_alt_screen = alt
+            self.dirty.update(range(self.lines))
+
+    def set_mode(self, *modes: int, **kwargs: Any) -> None:
+        if not kwargs.get("private"):
+            super().set_mode(*modes, **kwargs)
+            return
+        for mode in modes:
+            if mode == 1049:  # save the cursor, switch, clear
+                self.save_cursor()
+                self._switch(True)
+                self.buffer = self._blank()
+            elif mode in (47, 1047):
+                self._switch(True)
+            elif mode == 1048:
+                self.save_cursor()
+            else:
+                super().set_mode(mode, private=True)
+
+    def reset_mode(self, *modes: int, **kwargs: Any) -> None:
+        if not kwargs.get("private"):
+            super().reset_mode(*modes, **kwargs)
+            return
+        for mode in modes:
+            if mode == 1049:
+                self._switch(False)
+                self.restore_cursor()
+            elif mode == 1047:
+                if self.in_alt_screen:
+                    self.buffer = self._blank()
+                self._switch(False)
+            elif mode == 47:
+                self._switch(False)
+            elif mode == 1048:
+                self.restore_cursor()
+            else:
+                super().reset_mode(mode, private=True)
+
+    def save_cursor(self) -> None:
+        self._saved[self.in_alt_screen] = Savepoint(
+            copy.copy(self.cursor),
+            self.g0_charset,
+            self.g1_charset,
+            self.charset,
+            mo.DECOM in self.mode,
+            mo.DECAWM in self.mode,
+        )
+
+    def restore_cursor(self) -> None:
+        """DECRC as VT510 has it: origin mode and autowrap come back as saved, whatever they were.
+
+        With nothing saved: home, origin mode off, default pen (pyte keeps the pen).
+        """
+        saved = self._saved[self.in_alt_screen]
+        if saved is None:
+            self.reset_mode(mo.DECOM)
+            self.cursor.attrs = self.default_char
+            self.cursor_position()
+            return
+        self.g0_charset, self.g1_charset, self.charset = saved[1:4]
+        for mode, on in ((mo.DECOM, saved.origin), (mo.DECAWM, saved.wrap)):
+            if on:
+                self.set_mode(mode)
+            else:
+                self.reset_mode(mode)
+        hidden = self.cursor.hidden  # visibility is a mode, not part of the saved cursor
+        self.cursor = copy.copy(saved.cursor)
+        self.cursor.hidden = hidden
+        self.ensure_hbounds()
+        self.ensure_vbounds(use_margins=True)
+
+    def erase_in_display(self, how: int = 0, *args: Any, **kwargs: Any) -> None:
+        if how == 0:
+            rows = range(self.cursor.y + 1, self.lines)
+        elif how == 1:
+            rows = range(self.cursor.y)
+        elif how == 2:
+            rows = range(self.lines)
+        else:  # 3 erases the scrollback, which a screen does not have
+            return
+        self.dirty.update(rows)
+        fill = self.cursor.attrs
+        for y in rows:
+            if fill == self.default_char:
+                self.buffer.pop(y, None)
+            else:
+                line = self.buffer[y]
+                for x in range(self.columns):
+                    line[x] = fill
+        if how in (0, 1):
+            self.erase_in_line(how)
+
+    def erase_in_line(self, how: int = 0, private: bool = False) -> None:
+        if how in (0, 1, 2):
+            super().erase_in_line(how)
+
+    def cursor_to_line(self, line: int | None = None) -> None:
+        if mo.DECOM in self.mode and self.margins is None:  # pyte asserts there are margins
+            self.cursor.y = (line or 1) - 1
+            self.ensure_vbounds()
+        else:
+            super().cursor_to_line(line)
+
+
+def _lenient(method: Any, private_aware: bool) -> Any:
+    """A CSI handler that takes whatever pyte passes it.
+
+    pyte calls every handler with all the parameters the sequence had and ``private=True`` after
+    ``CSI ?``; most handlers take neither, and raise (ESC[1;2A, ESC[?6n). Extra parameters are
+    dropped; private variants are other commands, ignored unless the handler knows them.
+    """
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    parameters = inspect.signature(method).parameters.values()
+    varargs = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters)
+    limit = None if varargs else sum(p.kind in kinds and p.name != "private" for p in parameters)
+
+    def handler(*args: Any, private: bool = False) -> None:
+        if private_aware:
+            method(*args[:limit], private=private)
+        elif not private:
+            method(*args[:limit])
+
+    return handler
+
+
+def render(data: bytes, rows: int, cols: int) -> Screen:
+    """A fresh ``rows`` x ``cols`` screen after ``data``.
+
+    A sequence pyte still chokes on costs the rest of its block, never the render.
+    """
+    screen = Screen(cols, rows)
+    stream = pyte.ByteStream(screen)
+    for i in range(0, len(data), _BLOCK):
+        try:
+            stream.feed(data[i : i + _BLOCK])
+        except Exception:  # a status display must survive odd agent output
+            continue
+    return screen

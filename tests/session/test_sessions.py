@@ -1,0 +1,446 @@
+"""Sessions end to end: real daemons, real PTYs (pexpect is the user's terminal), real sockets,
+and the real linux-ns sandbox around every command."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from egg_core.session import protocol as p
+
+EGG = [sys.executable, "-m", "egg_core.cli"]
+TIMEOUT = 20
+
+
+@pytest.fixture
+def env(tmp_path: Path, egg_home: Path, egg_user_home: Path) -> dict[str, str]:
+    project = tmp_path / "project"
+    project.mkdir()
+    bin_dir = project / "bin"
+    bin_dir.mkdir()
+    return {
+        **os.environ,
+        "EGG_HOME": str(egg_home),
+        "HOME": str(egg_user_home),
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "TERM": "xterm-256color",
+        "PS1": "$ ",
+        "ENV": "",
+    }
+
+
+@pytest.fixture
+def project(env: dict[str, str]) -> Path:
+    return Path(env["PATH"].split(":")[0]).parent
+
+
+def egg(
+    env: dict[str, str], *args: str, cwd: Path, timeout: float = TIMEOUT
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*EGG, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def start(env: dict[str, str], project: Path, *command: str) -> str:
+    result = egg(
+        env, "run", "--detach", "--rows", "24", "--cols", "80", "--", *command, cwd=project
+    )
+    assert result.returncode == 0, result.stderr
+    session = result.stdout.strip()
+    assert len(session) == 8 and result.stdout == session + "\n"
+    return session
+
+
+def attach(
+    env: dict[str, str], project: Path, session: str, *extra: str, rows: int = 24, cols: int = 80
+) -> pexpect.spawn:
+    child = pexpect.spawn(
+        EGG[0],
+        [*EGG[1:], "attach", *extra, session],
+        env=env,
+        cwd=str(project),
+        dimensions=(rows, cols),
+        timeout=TIMEOUT,
+    )
+    child.expect("\x1bc")  # the repaint starts with a reset: attached, terminal in raw mode
+    return child
+
+
+def session_dir(env: dict[str, str], session: str) -> Path:
+    return Path(env["EGG_HOME"]) / "sessions" / session
+
+
+def status(env: dict[str, str], project: Path, session: str) -> dict[str, object]:
+    result = egg(env, "status", session, "--json", cwd=project)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def wait_exited(env: dict[str, str], session: str, timeout: float = TIMEOUT) -> dict[str, object]:
+    meta_path = session_dir(env, session) / "egg.meta"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+        if meta.get("state") in ("exited", "failed", "crashed"):
+            return meta
+        time.sleep(0.05)
+    raise AssertionError(f"session {session} did not exit")
+
+
+def kill(env: dict[str, str], project: Path, session: str) -> None:
+    egg(env, "kill", session, cwd=project)
+
+
+def test_detached_run_prints_only_the_session_id_and_keeps_running(env, project):
+    session = start(env, project, "sh")
+    try:
+        data = status(env, project, session)
+        assert data["state"] == "running" and data["platform"] == "linux-ns"
+        directory = session_dir(env, session)
+        assert oct(directory.stat().st_mode & 0o777) == "0o700"
+        for name in ("egg.sock", "egg.token"):
+            assert oct((directory / name).stat().st_mode & 0o777) == "0o600"
+        meta = json.loads((directory / "egg.meta").read_text())
+        for key in ("agent", "cwd", "command", "platform", "network", "rows", "cols", "started"):
+            assert key in meta
+    finally:
+        kill(env, project, session)
+
+
+def test_attach_type_and_see_the_echo(env, project):
+    session = start(env, project, "sh")
+    try:
+        child = attach(env, project, session)
+        child.send("echo hello-from-$((6*7))\r")
+        child.expect("hello-from-42")
+        child.sendcontrol("\\")
+        child.expect(r"detached from session")
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus == 0
+        assert status(env, project, session)["state"] == "running"
+    finally:
+        kill(env, project, session)
+
+
+def test_reattach_shows_the_earlier_screen(env, project):
+    session = start(env, project, "sh")
+    try:
+        child = attach(env, project, session)
+        child.send("echo marker-$((1000+234))\r")
+        child.expect("marker-1234")
+        child.sendcontrol("\\")
+        child.expect(pexpect.EOF)
+        again = attach(env, project, session)
+        again.expect("marker-1234")
+        again.sendcontrol("\\")
+        again.expect(pexpect.EOF)
+    finally:
+        kill(env, project, session)
+
+
+TUI = r"""
+import sys, time
+sys.stdout.write("\x1b[?1049h\x1b[?25l\x1b[2J\x1b[H")
+sys.stdout.write("\x1b[5;10H\x1b[1;33mTUI-SCREEN-READY\x1b[0m")
+sys.stdout.flush()
+time.sleep(600)
+"""
+
+
+def test_reattach_repaints_an_alternate_screen_tui(env, project):
+    (project / "tui.py").write_text(TUI)
+    session = start(env, project, sys.executable, "tui.py")
+    try:
+        child = attach(env, project, session)
+        child.expect("TUI-SCREEN-READY")
+        child.sendcontrol("\\")
+        child.expect(pexpect.EOF)
+        again = attach(env, project, session)
+        again.expect(r"\x1b\[\?1049h")
+        again.expect("TUI-SCREEN-READY")
+        again.sendcontrol("\\")
+        again.expect(pexpect.EOF)
+        screen = egg(env, "status", session, "--screen", cwd=project)
+        assert screen.returncode == 0
+        lines = screen.stdout.splitlines()
+        assert lines[4][9:].startswith("TUI-SCREEN-READY")
+    finally:
+        kill(env, project, session)
+
+
+def test_two_clients_see_the_same_output(env, project):
+    session = start(env, project, "sh")
+    try:
+        first = attach(env, project, session)
+        second = attach(env, project, session)
+        time.sleep(0.3)
+        assert status(env, project, session)["clients"] == 2
+        first.send("echo both-$((2+3))\r")
+        first.expect("both-5")
+        second.expect("both-5")
+        for child in (first, second):
+            child.sendcontrol("\\")
+            child.expect(pexpect.EOF)
+    finally:
+        kill(env, project, session)
+
+
+def test_read_only_client_input_is_ignored(env, project):
+    session = start(env, project, "sh")
+    try:
+        watcher = attach(env, project, session, "--read-only")
+        time.sleep(0.3)
+        watcher.send("touch ro-was-here\r")
+        time.sleep(0.5)
+        writer = attach(env, project, session)
+        writer.send("echo done-$((3*3))\r")
+        writer.expect("done-9")
+        watcher.expect("done-9")
+        assert not (project / "ro-was-here").exists()
+        for child in (watcher, writer):
+            child.sendcontrol("\\")
+            child.expect(pexpect.EOF)
+    finally:
+        kill(env, project, session)
+
+
+def test_resize_reaches_the_program(env, project):
+    session = start(env, project, "sh")
+    try:
+        child = attach(env, project, session, rows=33, cols=101)
+        child.send("stty size\r")
+        child.expect("33 101")
+        child.setwinsize(40, 120)
+        time.sleep(0.3)
+        child.send("stty size\r")
+        child.expect("40 120")
+        child.sendcontrol("\\")
+        child.expect(pexpect.EOF)
+    finally:
+        kill(env, project, session)
+
+
+def test_sigkilled_client_leaves_the_session_running(env, project):
+    session = start(env, project, "sh")
+    try:
+        child = attach(env, project, session)
+        child.send("echo alive\r")
+        child.expect("alive")
+        os.kill(child.pid, signal.SIGKILL)
+        child.close(force=True)
+        time.sleep(0.3)
+        assert status(env, project, session)["state"] == "running"
+        again = attach(env, project, session)
+        again.send("echo still-$((4+4))\r")
+        again.expect("still-8")
+        again.sendcontrol("\\")
+        again.expect(pexpect.EOF)
+    finally:
+        kill(env, project, session)
+
+
+def _raw_connect(env: dict[str, str], session: str) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX)
+    sock.settimeout(10)
+    sock.connect(str(session_dir(env, session) / "egg.sock"))
+    return sock
+
+
+def _receive_all(sock: socket.socket) -> bytes:
+    data = b""
+    try:
+        while chunk := sock.recv(4096):
+            data += chunk
+    except (ConnectionResetError, TimeoutError):
+        pass
+    return data
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        p.encode(p.AUTH, b"0" * 64),  # wrong token
+        p.encode(p.ATTACH, p.pack_attach(False, 24, 80)),  # no token at all
+        b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",  # garbage
+        struct.pack(">IB", 1 << 30, p.AUTH),  # oversized
+        p.encode(p.STATUS),  # status without a token
+    ],
+    ids=["wrong-token", "no-token", "garbage", "oversized", "status-without-token"],
+)
+def test_unauthenticated_clients_get_nothing_and_the_session_survives(env, project, payload):
+    session = start(env, project, "sh")
+    try:
+        sock = _raw_connect(env, session)
+        sock.sendall(payload)
+        assert _receive_all(sock) == b""
+        sock.close()
+        assert status(env, project, session)["state"] == "running"
+    finally:
+        kill(env, project, session)
+
+
+def test_valid_token_then_a_malformed_frame_closes_only_that_connection(env, project):
+    session = start(env, project, "sh")
+    try:
+        token = (session_dir(env, session) / "egg.token").read_bytes().strip()
+        sock = _raw_connect(env, session)
+        sock.sendall(p.encode(p.AUTH, token) + p.encode(p.INPUT, b"x"))  # INPUT before ATTACH
+        _receive_all(sock)
+        sock.close()
+        other = attach(env, project, session)
+        other.send("echo fine\r")
+        other.expect("fine")
+        other.sendcontrol("\\")
+        other.expect(pexpect.EOF)
+    finally:
+        kill(env, project, session)
+
+
+def test_another_user_cannot_reach_the_socket(env, project):
+    session = start(env, project, "sh")
+    try:
+        sock_path = session_dir(env, session) / "egg.sock"
+        probe = (
+            f"import socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.connect({str(sock_path)!r})\n"
+        )
+        result = subprocess.run(
+            [
+                "setpriv",
+                "--reuid",
+                "65534",
+                "--regid",
+                "65534",
+                "--clear-groups",
+                sys.executable,
+                "-c",
+                probe,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
+        assert result.returncode != 0
+        assert "PermissionError" in result.stderr or "Permission denied" in result.stderr
+    finally:
+        kill(env, project, session)
+
+
+def test_kill_ends_the_session(env, project):
+    session = start(env, project, "sleep", "600")
+    result = egg(env, "kill", session, cwd=project)
+    assert result.returncode == 0, result.stderr
+    meta = wait_exited(env, session)
+    assert meta["state"] == "exited"
+    assert not (session_dir(env, session) / "egg.sock").exists()
+    listing = egg(env, "ls", "--all", "--json", cwd=project)
+    assert session in {s["id"] for s in json.loads(listing.stdout)}
+    assert session not in {
+        s["id"] for s in json.loads(egg(env, "ls", "--json", cwd=project).stdout)
+    }
+
+
+def test_exit_code_is_delivered_to_the_attached_client(env, project):
+    child = pexpect.spawn(
+        EGG[0],
+        [*EGG[1:], "run", "--", "sh", "-c", "echo bye; exit 7"],
+        env=env,
+        cwd=str(project),
+        timeout=TIMEOUT,
+    )
+    child.expect("bye")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 7
+
+
+def test_unknown_session_is_one_clear_line(env, project):
+    result = egg(env, "attach", "nosuch", cwd=project)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "egg: error: no session 'nosuch' (egg ls lists them)"
+
+
+FAKE_CLAUDE = """#!/bin/sh
+mkdir -p "$HOME/.claude"
+printf '{"hooks": {"Stop": "evil"}}' > "$HOME/.claude/settings.json"
+echo agent-wrote-settings
+if [ "$1" = "--linger" ]; then sleep 600; fi
+"""
+
+
+def _fake_claude(env: dict[str, str], project: Path) -> Path:
+    script = project / "bin" / "claude"
+    script.write_text(FAKE_CLAUDE)
+    script.chmod(0o755)
+    settings = Path(env["HOME"]) / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text('{"hooks": {}}')
+    return settings
+
+
+def test_settings_are_restored_after_a_normal_exit(env, project):
+    settings = _fake_claude(env, project)
+    child = pexpect.spawn(
+        EGG[0], [*EGG[1:], "run", "claude"], env=env, cwd=str(project), timeout=TIMEOUT
+    )
+    child.expect("agent-wrote-settings")
+    child.expect(pexpect.EOF)
+    assert settings.read_text() == '{"hooks": {}}'
+
+
+def test_settings_are_restored_by_the_next_egg_command_after_the_daemon_is_sigkilled(env, project):
+    settings = _fake_claude(env, project)
+    result = egg(env, "run", "--detach", "claude", "--linger", cwd=project)
+    assert result.returncode == 0, result.stderr
+    session = result.stdout.strip()
+    deadline = time.monotonic() + TIMEOUT
+    while "evil" not in settings.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "evil" in settings.read_text()
+    daemon = int((session_dir(env, session) / "egg.pid").read_text())
+    os.kill(daemon, signal.SIGKILL)
+    time.sleep(0.3)
+    listing = egg(env, "ls", cwd=project)
+    assert f"session {session}: its daemon died; settings restored" in listing.stderr
+    assert settings.read_text() == '{"hooks": {}}'
+
+
+def test_session_hooks_fire(env, project, tmp_path):
+    """egg_session_started and egg_session_ended reach plugins in the daemon."""
+    from tests.helpers import write_dist
+
+    log = tmp_path / "hooks.log"
+    site = write_dist(
+        tmp_path / "site",
+        "egg-hook-probe",
+        "1",
+        {"hookprobe": "egg_hook_probe"},
+        {
+            "egg_hook_probe": (
+                "from egg_core.hookspecs import hookimpl\n"
+                f"LOG = {str(log)!r}\n"
+                "@hookimpl\n"
+                "def egg_session_started(session):\n"
+                "    open(LOG, 'a').write(f'started {session.id} {session.platform}\\n')\n"
+                "@hookimpl\n"
+                "def egg_session_ended(session, exit_code):\n"
+                "    open(LOG, 'a').write(f'ended {session.id} {exit_code}\\n')\n"
+            )
+        },
+    )
+    hooked = {**env, "PYTHONPATH": str(site)}
+    result = egg(hooked, "run", "--detach", "--", "sh", "-c", "exit 3", cwd=project)
+    session = result.stdout.strip()
+    wait_exited(hooked, session)
+    assert log.read_text().splitlines() == [f"started {session} linux-ns", f"ended {session} 3"]
