@@ -107,6 +107,11 @@ class Prepared:
     _spawn_hooks: list[Callable[[], None]] = attrs.Factory(list)
     _exit_code: Callable[[int], int | None] | None = None
     _child_pid: Callable[[], int | None] | None = None
+    #: a self-contained description of this launch that ``egg exec`` may cache and run again
+    #: without resolving anything (see :mod:`egg_core.execcache`); None when it cannot be cached
+    recipe: dict[str, Any] | None = None
+    #: the filesystem observations the launch rested on, re-checked before a cached run
+    facts: list[tuple[Any, ...]] = attrs.Factory(list)
 
     def set_child_pid_reader(self, fn: Callable[[], int | None]) -> None:
         self._child_pid = fn

@@ -1,120 +1,29 @@
-"""The ``egg`` command line: parse, dispatch, and turn user errors into one line.
+"""The ``egg`` command line.
 
-Every error a user can cause is an :class:`~egg_core.errors.EggError`; it is printed as one line
-on stderr and becomes the exit code. Anything else is a bug: it is reported in one line too, with
-a pointer to ``--debug`` (or ``EGG_DEBUG=1``), which shows the traceback.
+:func:`main` first offers ``egg exec`` to its cache of prepared launches (which needs nothing
+beyond the standard library, see :mod:`egg_core.execcache`); everything else, and every cache
+miss, goes to the full CLI in :mod:`egg_core.cli.app`.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from collections.abc import Mapping, Sequence
 
-from egg_core import __version__
-from egg_core.cli.builtin import builtin_commands
-from egg_core.cli.context import Context
-from egg_core.cli.registry import Command, CommandRegistry
-from egg_core.errors import EggError, UsageError
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of printing usage and exiting, so errors stay one line."""
-
-    usage_exit_code = 2
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{message} (see '{self.prog} --help')", exit_code=self.usage_exit_code)
-
-
-def build_parser(registry: CommandRegistry, selected: str | None = None) -> argparse.ArgumentParser:
-    """The parser; only ``selected``'s arguments are configured when it is known (each command's
-    configure may import its module, which ``egg exec`` should not pay for every other command)."""
-    parser = _Parser(
-        prog="egg",
-        description="Run AI coding agents inside an OS sandbox, in sessions you can reattach to.",
-    )
-    parser.add_argument("--version", action="version", version=f"egg {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for command in registry:
-        child = sub.add_parser(command.name, help=command.help, description=command.help)
-        child.usage_exit_code = command.usage_exit_code
-        if command.configure is not None and selected in (None, command.name):
-            command.configure(child)
-        child.set_defaults(_command=command)
-    return parser
-
-
-def _wants_plugin_commands(argv: Sequence[str], registry: CommandRegistry) -> bool:
-    """Plugin commands are only loaded for help or for a name egg does not define itself."""
-    words = [a for a in argv if not a.startswith("-")]
-    if not words:
-        return "-h" in argv or "--help" in argv or not argv
-    return words[0] not in registry
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # collections.abc and typing cost egg exec's fast path milliseconds
+    from collections.abc import Mapping, Sequence
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
-    args_list = list(sys.argv[1:] if argv is None else argv)
+    args = list(sys.argv[1:] if argv is None else argv)
     env = os.environ if environ is None else environ
-    debug = "--debug" in args_list or env.get("EGG_DEBUG") == "1"
-    ctx = Context(env, debug=debug)
-    try:
-        registry = CommandRegistry()
-        for command in builtin_commands():
-            registry.register(command)
-        if _wants_plugin_commands(args_list, registry):
-            _add_plugin_commands(ctx, registry)
-        words = [a for a in args_list if not a.startswith("-")]
-        selected = words[0] if words and words[0] in registry else None
-        parser = build_parser(registry, selected)
-        if not args_list:
-            parser.print_help()
-            return 0
-        ns = parser.parse_args(args_list)
-        chosen: Command | None = getattr(ns, "_command", None)
-        if chosen is None:
-            parser.print_help()
-            return 0
-        return int(chosen.resolve_run()(ns, ctx) or 0)
-    except EggError as exc:
-        if debug:
-            raise
-        message = exc.message.replace("\r", "\\r").replace("\n", "\\n")
-        print(f"egg: error: {message}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        return 141
-    except Exception as exc:
-        if debug:
-            raise
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        print(
-            f"egg: internal error: {type(exc).__name__}: {first} (rerun with --debug for details)",
-            file=sys.stderr,
-        )
-        return 70
+    if args[:1] == ["exec"] and "--debug" not in args and env.get("EGG_DEBUG") != "1":
+        from egg_core.execcache import try_run
 
+        code = try_run(args, env)
+        if code is not None:
+            return code
+    from egg_core.cli.app import run_cli
 
-class _ScopedRegistry:
-    """The registry as one plugin sees it, so a clash names the plugin that caused it."""
-
-    def __init__(self, registry: CommandRegistry, owner: str) -> None:
-        self._registry = registry
-        self._owner = owner
-
-    def register(self, command: Command) -> None:
-        self._registry.register(command, owner=self._owner)
-
-
-def _add_plugin_commands(ctx: Context, registry: CommandRegistry) -> None:
-    """Plugin commands; one plugin failing here is a warning, never a broken ``egg``."""
-    for impl in ctx.pm.hook.egg_cli_commands.get_hookimpls():
-        try:
-            impl.function(cli=_ScopedRegistry(registry, impl.plugin_name))
-        except Exception as exc:
-            message = exc.message if isinstance(exc, EggError) else f"{type(exc).__name__}: {exc}"
-            print(f"egg: warning: plugin {impl.plugin_name!r}: {message}", file=sys.stderr)
+    return run_cli(args, env)

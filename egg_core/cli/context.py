@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -13,9 +13,17 @@ if TYPE_CHECKING:
 class Context:
     """Per-invocation state. The plugin manager is built on first use, at most once."""
 
-    def __init__(self, environ: Mapping[str, str] | None = None, *, debug: bool = False) -> None:
+    def __init__(
+        self,
+        environ: Mapping[str, str] | None = None,
+        *,
+        debug: bool = False,
+        argv: Sequence[str] = (),
+    ) -> None:
         self.environ: Mapping[str, str] = os.environ if environ is None else environ
         self.debug = debug
+        #: the command line after ``egg`` (the exec cache keys on it)
+        self.argv = tuple(argv)
         self._pm: EggPluginManager | None = None
 
     @property

@@ -13,6 +13,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from egg_core.cli.context import Context
 from egg_core.errors import EggError
@@ -72,7 +73,11 @@ def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
         raise EggError(f"{command[0]}: command not found", exit_code=127)
     if not os.access(found, os.X_OK) or os.path.isdir(found):
         raise EggError(f"{command[0]}: permission denied", exit_code=126)
-    work_dir = Path(tempfile.mkdtemp(prefix="egg-exec-"))
+    # In $EGG_HOME (hidden from every sandbox), not in /tmp: a directory the sandbox sees would
+    # change under the exec cache's feet.
+    run_dir = plan.egg_home / "run"
+    run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    work_dir = Path(tempfile.mkdtemp(prefix="exec-", dir=run_dir))
     try:
         launch = Launch(
             policy=plan.policy,
@@ -85,6 +90,63 @@ def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
             network_log=Path(ns.network_log).absolute() if ns.network_log else None,
         )
         prepared = plan.selection.platform.prepare(launch)
+        if prepared.recipe is not None:
+            remember(ns, ctx, command, plan, prepared, cwd)
         return run_foreground(prepared, tty=ns.tty)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def remember(
+    ns: argparse.Namespace,
+    ctx: Context,
+    command: list[str],
+    plan: Any,
+    prepared: Any,
+    cwd: Path,
+) -> None:
+    """Store this launch for the fast path, with the facts the core's decisions rested on."""
+    from egg_core import execcache as ec
+    from egg_core.paths import egg_home
+    from egg_core.policy import CONTROL_SOCKETS
+
+    environ = ctx.environ
+    if environ.get(ec.CACHE_ENV) == "0":
+        return
+    resolved = plan.resolved
+    candidates = [str(p) for p in resolved.files]
+    if ns.config:
+        candidates.append(str(cwd / ns.config))
+    else:
+        candidates += [str(cwd / "egg.yaml"), str(egg_home(environ) / "egg.yaml")]
+    modules = [
+        str(getattr(module, "__file__", ""))
+        for name, module in list(sys.modules.items())
+        if name.split(".")[0] in ("egg_core", "egg_plugins") or name in _plugin_modules(ctx)
+    ]
+    facts = ec.content_facts(c for c in candidates) + ec.path_facts(candidates)
+    facts += ec.content_facts(m for m in modules if m)
+    facts += ec.which_facts(command[0], plan.env.get("PATH", os.defpath))
+    facts += ec.which_facts("egg", environ.get("PATH", os.defpath))
+    facts += ec.path_facts(CONTROL_SOCKETS)
+    env_copy = [n for n, v in prepared.env.items() if environ.get(n) == v]
+    env_set = {n: v for n, v in prepared.env.items() if environ.get(n) != v}
+    entry = {
+        **prepared.recipe,
+        "facts": facts + prepared.facts,
+        "env_copy": env_copy,
+        "env_set": env_set,
+    }
+    key = ec.cache_key(list(ctx.argv), environ, str(cwd))
+    ec.store(environ, key, entry)
+
+
+def _plugin_modules(ctx: Context) -> set[str]:
+    """Modules of the plugins that are loaded (third-party code counts as much as ours)."""
+    names = set()
+    for report in ctx.pm.reports():
+        plugin = ctx.pm.get_plugin(report.name)
+        module = getattr(plugin, "__name__", None)
+        if isinstance(module, str):
+            names.add(module)
+    return names

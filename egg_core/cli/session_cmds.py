@@ -88,24 +88,32 @@ def _egg_home(ctx: Context) -> Path:
 def recover_crashed_sessions(egg_home: Path) -> list[str]:
     """Restore the settings snapshots of sessions whose daemon died without restoring them."""
     from egg_core.session import snapshot
-    from egg_core.session.store import daemon_alive, list_sessions, update_meta
+    from egg_core.session.store import (
+        SessionPaths,
+        clear_live,
+        daemon_alive,
+        sessions_root,
+        update_meta,
+    )
 
+    live = sessions_root(egg_home) / ".live"
+    try:
+        names = sorted(os.listdir(live))
+    except OSError:
+        return []
     messages = []
-    for record in list_sessions(egg_home):
-        if record.alive or record.meta.get("state") != "running":
+    for name in names:
+        paths = SessionPaths(sessions_root(egg_home) / name)
+        if daemon_alive(paths):
             continue
-        changed = snapshot.restore(record.paths)
-        update_meta(record.paths, state="crashed", ended=time.time())
-        record.paths.sock.unlink(missing_ok=True)
-        detail = "; ".join(changed) if changed else "nothing had changed"
-        messages.append(f"session {record.paths.id}: its daemon died; settings restored ({detail})")
-        assert not daemon_alive(record.paths)
+        if paths.directory.is_dir():
+            changed = snapshot.restore(paths)
+            update_meta(paths, state="crashed", ended=time.time())
+            paths.sock.unlink(missing_ok=True)
+            detail = "; ".join(changed) if changed else "nothing had changed"
+            messages.append(f"session {name}: its daemon died; settings restored ({detail})")
+        clear_live(paths)
     return messages
-
-
-def _report_recovery(ctx: Context) -> None:
-    for line in recover_crashed_sessions(_egg_home(ctx)):
-        print(f"egg: {line}", file=sys.stderr)
 
 
 def _size(ns: argparse.Namespace) -> tuple[int, int]:
@@ -137,7 +145,6 @@ def run_session(ns: argparse.Namespace, ctx: Context) -> int:
     else:
         raise UsageError("name an agent or a command (egg run AGENT [ARGS] | egg run -- CMD)")
     detach_key = parse_detach_key(ns.detach_key)
-    _report_recovery(ctx)
     cwd = Path(os.getcwd())
     plan = plan_launch(
         ctx.pm,
@@ -178,6 +185,7 @@ def run_session(ns: argparse.Namespace, ctx: Context) -> int:
         rows=rows,
         cols=cols,
         idle_timeout=ns.idle_timeout,
+        linger=0.0 if ns.detach else 10.0,
     )
     write_json(paths.spec, spec.to_json())
     start_daemon(paths, ctx)
@@ -209,6 +217,8 @@ def start_daemon(paths: Any, ctx: Context) -> None:
         code = proc.poll()
         if code is not None:
             meta = read_json(paths.meta)
+            if meta.get("state") == "exited":
+                return  # it ran and ended already; its metadata says how
             why = meta.get("error") or _last_line(paths.log) or f"daemon exited {code}"
             raise EggError(f"session {paths.id} failed to start: {why}")
         time.sleep(0.01)
@@ -249,7 +259,6 @@ def list_sessions_cmd(ns: argparse.Namespace, ctx: Context) -> int:
     from egg_core.cli.table import render_table
     from egg_core.session.store import list_sessions
 
-    _report_recovery(ctx)
     records = [r for r in list_sessions(_egg_home(ctx)) if ns.all or r.alive]
     if ns.json:
         print(

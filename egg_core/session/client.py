@@ -58,7 +58,12 @@ class Connection:
         self.send(p.AUTH, token)
 
     def send(self, frame_type: int, payload: bytes = b"") -> None:
-        self.sock.sendall(p.encode(frame_type, payload))
+        try:
+            self.sock.sendall(p.encode(frame_type, payload))
+        except OSError as exc:
+            raise EggError(
+                f"lost the connection to session {self.paths.id} ({exc.strerror})"
+            ) from exc
 
     def frames(self) -> Iterator[p.Frame]:
         """Frames as they arrive, until the daemon closes the connection."""

@@ -26,7 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from egg_core.session import protocol as p
-from egg_core.session.store import SessionPaths, read_json, update_meta
+from egg_core.session.store import (
+    SessionPaths,
+    clear_live,
+    mark_live,
+    read_json,
+    update_meta,
+)
 
 HIGH_WATER = 4 * 1024 * 1024  # a client this far behind stops getting live output
 LOW_WATER = 256 * 1024  # ... and is repainted once it has drained to here
@@ -35,6 +41,7 @@ AUTH_TIMEOUT = 5.0
 KILL_GRACE = 5.0
 READ_SIZE = 1 << 16
 OUTPUT_CHUNK = 1 << 19
+SCREEN_MAX_BYTES = 1 << 20  # egg status --screen renders at most this much with pyte
 
 
 def log(paths: SessionPaths, message: str) -> None:
@@ -87,6 +94,7 @@ class Daemon:
         self.prepared: Any = None
         self.child_pid: int | None = None
         self.done = asyncio.Event()
+        self.first_attach = asyncio.Event()
         self.browser_offset = 0
         self.pm: Any = None
         self.info: Any = None
@@ -243,10 +251,15 @@ class Daemon:
         self.reap()
         await self.done.wait()
         loop.remove_reader(self.proc.fd)
-        await self.finish()
-        server.close()
+        if self.spec.linger and not self.first_attach.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.first_attach.wait(), self.spec.linger)
+            await asyncio.sleep(0.05)
         for task in timers:
             task.cancel()
+        await asyncio.gather(*timers, return_exceptions=True)
+        await self.finish()
+        server.close()
 
     def on_pty_readable(self) -> None:
         try:
@@ -376,6 +389,17 @@ class Daemon:
         if self.audit is not None:
             self.audit.record(3, p.pack_size(rows, cols))
 
+    def nudge_repaint(self) -> None:
+        """Two size changes (one row less, then back): the program gets SIGWINCH and redraws."""
+        rows, cols = self.rows, self.cols
+        with contextlib.suppress(OSError):
+            self.proc.setwinsize(max(rows - 1, 1), cols)
+        asyncio.get_running_loop().call_later(0.05, self._restore_size, rows, cols)
+
+    def _restore_size(self, rows: int, cols: int) -> None:
+        with contextlib.suppress(OSError):
+            self.proc.setwinsize(rows, cols)
+
     def terminate_command(self) -> None:
         target = self.child_pid or self.proc.pid
         with contextlib.suppress(OSError):
@@ -394,7 +418,8 @@ class Daemon:
         """The current screen, rendered on demand (pyte never runs on the output path)."""
         from egg_core.session.screen import render
 
-        return render(self.ring.since_last_repaint(), self.rows, self.cols).text()
+        data = self.ring.since_last_repaint(self.rows, max_bytes=SCREEN_MAX_BYTES)
+        return render(data, self.rows, self.cols).text()
 
     def status(self) -> dict[str, Any]:
         now = time.time()
@@ -436,8 +461,6 @@ class Daemon:
                 return
             client = Client(writer)
             self.clients.add(client)
-            if self.exit_code is not None:
-                client.send(p.EXIT, p.pack_exit(self.exit_code, self.exit_reason))
             for frame in rest:
                 if not self.on_frame(client, frame):
                     return
@@ -465,9 +488,14 @@ class Daemon:
                 raise p.ProtocolError("ATTACH twice")
             client.read_only, client.rows, client.cols = p.unpack_attach(frame.payload)
             client.attached = True
+            self.first_attach.set()
             if not client.read_only:
                 self.resize(client.rows, client.cols)
             self.repaint(client)
+            if self.exit_code is None and not self.ring.cut(client.rows).exact:
+                # The ring cannot reproduce the screen exactly (a program that redraws by moving
+                # the cursor up, like Ink-based agents): have the program repaint itself.
+                self.nudge_repaint()
             if self.exit_code is not None:
                 client.send(p.EXIT, p.pack_exit(self.exit_code, self.exit_reason))
             return True
@@ -551,6 +579,7 @@ class Daemon:
         with contextlib.suppress(OSError):
             self.paths.sock.unlink()
         self.prepared.cleanup()
+        clear_live(self.paths)
 
 
 def main(argv: list[str]) -> int:
@@ -559,6 +588,7 @@ def main(argv: list[str]) -> int:
         return 2
     paths = SessionPaths(Path(argv[0]))
     paths.pid.write_text(str(os.getpid()))
+    mark_live(paths)
     try:
         daemon = Daemon(paths)
         daemon.start()
@@ -572,6 +602,7 @@ def main(argv: list[str]) -> int:
             log(paths, traceback.format_exc())
         snapshot.restore(paths)
         update_meta(paths, state="failed", error=message, ended=time.time())
+        clear_live(paths)
         return 1
     try:
         asyncio.run(daemon.serve())

@@ -531,7 +531,8 @@ class ModeTracker:
                 self._private(pos, m.end(), params, final == b"h")
         elif marker == b">":
             if final == b"u":
-                self._kitty = [*self._kitty, _number(params.split(b";")[0])][-MAX_KITTY_FLAGS:]
+                flags = max(0, _number(params.split(b";")[0]))
+                self._kitty = [*self._kitty, flags][-MAX_KITTY_FLAGS:]
             elif final == b"m":
                 self._xtmodkeys(params)
         elif marker == b"<" and final == b"u":
@@ -666,16 +667,17 @@ class ModeTracker:
 
     def _xtmodkeys(self, params: bytes) -> None:
         parts = params.split(b";")
+        resource = _number(parts[0])
         if not params:
             self._modify_keys.clear()
         elif len(parts) == 1 or not parts[1]:
-            self._modify_keys.pop(_number(parts[0]), None)
-        elif len(self._modify_keys) < 16:
-            self._modify_keys[_number(parts[0])] = parts[1]
+            self._modify_keys.pop(resource, None)
+        elif resource >= 0 and len(self._modify_keys) < 16:
+            self._modify_keys[resource] = parts[1]
 
     def _kitty_set(self, params: bytes) -> None:
         parts = params.split(b";")
-        flags, how = _number(parts[0]), _number(parts[1]) if len(parts) > 1 else 1
+        flags, how = max(0, _number(parts[0])), _number(parts[1]) if len(parts) > 1 else 1
         current = self._kitty[-1] if self._kitty else 0
         value = flags if how == 1 else current | flags if how == 2 else current & ~flags
         if self._kitty:

@@ -44,7 +44,7 @@ RESET = b"\x1bc"  # RIS: also leaves the alternate screen and resets every mode
 _NOT_PLAIN = re.compile(
     rb"\x1b(?!"
     rb"\[[0-9;:]*m|\[[0-9;]*[KXP@CDG`a]|\[[0-9;]*[hlnc]|\[[0-9]* q|\[[<>=][0-9;]*[umc]"
-    rb"|\[\?(?!(?:[0-9;]*;)?(?:3|5|6|47|1047|1048|1049)[;hl])[0-9;]*[hln$]"
+    rb"|\[\?(?!(?:[0-9;]*;)?(?:3|5|6|47|1047|1048|1049)[;hl])[0-9;]*[hlnu$]"
     rb"|\][^\x07\x1b]*(?:\x07|\x1b\\)|[=>\\]|[()][\x20-\x2f]*[\x30-\x7e])"
     rb"|\xc2[\x80-\x9f]"
 )
@@ -212,7 +212,8 @@ class ReplayRing:
         i = bisect.bisect_left(keys, floor)
         mark = keys[min(i, len(keys) - 1)]
         if mark < self.start:  # only possible when the ring holds less than a checkpoint interval
-            mark = self._total - len(self._carry)
+            # (an unfinished escape sequence carried over can be longer than what the ring holds)
+            mark = max(self.start, self._total - len(self._carry))
         ahead = self.read(mark, min(self._total, mark + _FALLBACK_SEARCH))
         line, sequence = ahead.find(b"\n"), ahead.find(b"\x1b")
         found = [j for j in (line + 1 if line >= 0 else -1, sequence) if j >= 0]

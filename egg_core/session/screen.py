@@ -6,8 +6,9 @@ resident: ``render`` builds one from ``ReplayRing.since_last_repaint()`` and dro
 ``Screen`` is pyte's screen with the parts of xterm that pyte lacks and that a repaint depends on:
 the alternate screen buffer (pyte records ?1049 as a mode and otherwise ignores it), DECSC/DECRC
 with one saved cursor per screen, background-colour erase of the whole screen (pyte only recolours
-cells that were written before), ED 3 erasing scrollback rather than the screen, and private
-variants of CSI sequences being ignored rather than crashing pyte.
+cells that were written before), ED 3 erasing scrollback rather than the screen, DECSTBM's
+defaults and homing, CUP clamped to the scroll region in origin mode (pyte ignores the move), and
+extra parameters and private variants of CSI sequences being ignored rather than crashing pyte.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from typing import Any
 
 import pyte
 from pyte import modes as mo
-from pyte.screens import Char, Savepoint, StaticDefaultDict
+from pyte.screens import Char, Margins, Savepoint, StaticDefaultDict
 
-_PRIVATE_AWARE = {"set_mode", "reset_mode", "erase_in_line", "erase_in_display"}
-_PRIVATE_AWARE.add("report_device_attributes")
+# CSI handlers that take ``private``; pyte passes it to every handler.
+_PRIVATE_AWARE = frozenset(
+    {"set_mode", "reset_mode", "erase_in_line", "erase_in_display", "report_device_attributes"}
+)
 _BLOCK = 4096
 
 
@@ -146,6 +149,28 @@ class Screen(pyte.Screen):
     def erase_in_line(self, how: int = 0, private: bool = False) -> None:
         if how in (0, 1, 2):
             super().erase_in_line(how)
+
+    def set_margins(self, top: int | None = None, bottom: int | None = None) -> None:
+        """DECSTBM as xterm has it: 0 or absent means the screen's edge (pyte reads a 0 bottom as
+        the first line and keeps the old bottom when it is absent), and the cursor goes home even
+        when the region is reset (pyte leaves it)."""
+        if top is None and bottom is None:  # pyte's own calls (resize)
+            self.margins = None
+            return
+        last = self.lines - 1
+        top = max(0, min((top or 1) - 1, last))
+        bottom = max(0, min((bottom or self.lines) - 1, last))
+        if bottom - top >= 1:
+            self.margins = None if (top, bottom) == (0, last) else Margins(top, bottom)
+            self.cursor_position()
+
+    def cursor_position(self, line: int | None = None, column: int | None = None) -> None:
+        """CUP. In origin mode xterm clamps a row below the region to its bottom; pyte would not
+        move at all, leaving the cursor wherever the stream before had put it."""
+        top = self.margins.top if self.margins is not None and mo.DECOM in self.mode else 0
+        self.cursor.x, self.cursor.y = (column or 1) - 1, top + (line or 1) - 1
+        self.ensure_hbounds()
+        self.ensure_vbounds()
 
     def cursor_to_line(self, line: int | None = None) -> None:
         if mo.DECOM in self.mode and self.margins is None:  # pyte asserts there are margins

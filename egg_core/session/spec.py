@@ -31,6 +31,9 @@ class RunSpec:
     idle_timeout: float = 0.0
     startup_watchdog: float = 15.0
     ring_bytes: int = 8 * 1024 * 1024
+    #: seconds an ended session waits for its first client (``egg run`` attaches right after
+    #: starting it; a command that ends at once must not take its output and exit code along)
+    linger: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         data = attrs.asdict(self)

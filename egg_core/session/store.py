@@ -82,6 +82,22 @@ def sessions_root(egg_home: Path) -> Path:
     return egg_home / "sessions"
 
 
+def live_marker(paths: SessionPaths) -> Path:
+    """``sessions/.live/<id>`` holds the daemon's pid while it runs: one directory listing tells
+    any egg command whether a session died without cleaning up (see recover_crashed_sessions)."""
+    return paths.directory.parent / ".live" / paths.id
+
+
+def mark_live(paths: SessionPaths) -> None:
+    marker = live_marker(paths)
+    marker.parent.mkdir(mode=0o700, exist_ok=True)
+    marker.write_text(str(os.getpid()))
+
+
+def clear_live(paths: SessionPaths) -> None:
+    live_marker(paths).unlink(missing_ok=True)
+
+
 def create_session(egg_home: Path) -> SessionPaths:
     """A fresh session directory (0700) with its token (0600)."""
     root = sessions_root(egg_home)
@@ -169,7 +185,7 @@ def list_sessions(egg_home: Path) -> list[SessionRecord]:
         return []
     records = []
     for directory in sorted(root.iterdir()):
-        if not directory.is_dir():
+        if not directory.is_dir() or directory.name.startswith("."):
             continue
         paths = SessionPaths(directory)
         records.append(SessionRecord(paths, read_json(paths.meta), daemon_alive(paths)))

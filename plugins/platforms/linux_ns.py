@@ -22,11 +22,12 @@ secrets on a command line that ``/proc`` shows).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
 import sys
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from egg_core import sandbox as caps
@@ -36,8 +37,11 @@ from egg_core.policy import NEED_FILTERED, NEED_FULL, NEED_NONE, EffectivePolicy
 from egg_core.sandbox import Availability, Check, Launch, Platform, Prepared
 
 from .linux import bwrap as bw
+from .linux import fastrun
+from .linux.status import StatusReader
 
 PROXY_PORT = 3128
+SUN_PATH_MAX = 100
 AS_FLOOR = 4 << 30
 BRIDGE = Path(bw.__file__).with_name("bridge.py")
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
@@ -49,27 +53,6 @@ def proxy_port(local_ports: tuple[int, ...]) -> int:
     while port in local_ports:
         port += 1
     return port
-
-
-def _read_status(fd: int) -> dict[str, object]:
-    """bwrap's --json-status-fd records, merged (``child-pid``, ``exit-code``)."""
-    chunks = []
-    try:
-        while data := os.read(fd, 65536):
-            chunks.append(data)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-    merged: dict[str, object] = {}
-    for line in b"".join(chunks).decode(errors="replace").splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict):
-            merged.update(record)
-    return merged
 
 
 class LinuxNamespaces(Platform):
@@ -132,6 +115,9 @@ class LinuxNamespaces(Platform):
                     )
         return gaps
 
+    def shared_path(self, host_dir: Path) -> str:
+        return bw.SHARED_DIR_INSIDE
+
     def diagnose(self) -> list[Check]:
         from .linux.doctor import diagnose
 
@@ -185,6 +171,7 @@ class LinuxNamespaces(Platform):
             status_fd=4,
             net_dir=str(launch.work_dir / "net") if listens else None,
             extra_ro=bw.python_paths() if listens else (),
+            shared_dir=str(launch.shared_dir) if launch.shared_dir else None,
         )
         args = bw.build_args(policy, request, self.bwrap_path() or "bwrap")
         prefix = self._prefix(policy)
@@ -222,11 +209,14 @@ class LinuxNamespaces(Platform):
         except OSError:
             empty = bw.empty_file(launch.work_dir)
         seccomp_fd = sc.open_bpf_fd(cache)
-        prepared.add_cleanup(lambda: _close(seccomp_fd))
+        prepared.add_cleanup(_closer(seccomp_fd))
         status_read, status_write = os.pipe()
         os.set_inheritable(status_write, True)
-        prepared.add_spawn_hook(lambda: _close(status_write))
-        prepared.add_cleanup(lambda: _close(status_write))
+        # Closed after the spawn and again (harmlessly) at cleanup: the closer closes once, so a
+        # later close can never hit whatever reused the number (the event loop's epoll fd).
+        close_status_write = _closer(status_write)
+        prepared.add_spawn_hook(close_status_write)
+        prepared.add_cleanup(close_status_write)
 
         listens, sockets = self._network_plan(policy)
         net_dir = None
@@ -240,12 +230,15 @@ class LinuxNamespaces(Platform):
             status_fd=status_write,
             net_dir=str(net_dir) if net_dir else None,
             extra_ro=bw.python_paths() if listens else (),
+            shared_dir=str(launch.shared_dir) if launch.shared_dir else None,
         )
         placeholders = bw.placeholder_paths(policy)
-        args = bw.build_args(policy, request, bwrap)
+        visited: list[str] = []
+        args = bw.build_args(policy, request, bwrap, visited)
         prepared.add_cleanup(lambda: bw.remove_placeholders(placeholders))
         prefix = self._prefix(policy)
-        if policy.memory_bytes is not None or policy.max_pids is not None:
+        uses_cgroups = policy.memory_bytes is not None or policy.max_pids is not None
+        if uses_cgroups:
             from .linux import cgroups
 
             group = cgroups.create(
@@ -273,31 +266,64 @@ class LinuxNamespaces(Platform):
         prepared.argv = prefix + args
         prepared.pass_fds = (seccomp_fd, status_write)
         prepared.ignore_signals = (signal.SIGINT, signal.SIGQUIT)
+        status = StatusReader(status_read)
+        prepared.add_cleanup(status.close)
+        prepared.set_exit_code_reader(status.exit_code)
+        prepared.set_child_pid_reader(status.child_pid)
+        if not sockets and not uses_cgroups:
+            self._offer_recipe(
+                launch, prepared, bwrap, seccomp_fd, status_write, placeholders, visited
+            )
 
-        def exit_code(returncode: int) -> int | None:
-            status = {**_read_status(status_read), **early}
-            code = status.get("exit-code")
-            if isinstance(code, int):
-                return code
-            if returncode < 0:
-                return 128 - returncode
-            return None
+    def _offer_recipe(
+        self,
+        launch: Launch,
+        prepared: Prepared,
+        bwrap: str,
+        seccomp_fd: int,
+        status_fd: int,
+        placeholders: list[str],
+        visited: list[str],
+    ) -> None:
+        """Describe this launch for egg exec's cache, with every fact the decision rested on."""
+        from egg_core import execcache as ec
 
-        prepared.set_exit_code_reader(exit_code)
-        early: dict[str, object] = {}
+        from .linux import seccomp as sc
 
-        def child_pid() -> int | None:
-            """The command's host pid, from bwrap's first status record (blocks until then)."""
-            if "child-pid" not in early:
-                line = _read_line(status_read)
-                try:
-                    early.update(json.loads(line) if line else {})
-                except ValueError:
-                    pass
-            pid = early.get("child-pid")
-            return pid if isinstance(pid, int) else None
-
-        prepared.set_child_pid_reader(child_pid)
+        seccomp_file = sc.bpf_file(launch.egg_home / "cache")
+        if seccomp_file is None:
+            return
+        policy = launch.policy
+        table = {str(seccomp_fd): fastrun.SECCOMP_FD, str(status_fd): fastrun.STATUS_FD}
+        argv = list(prepared.argv)
+        for index, arg in enumerate(argv[:-1]):
+            if arg in ("--seccomp", "--json-status-fd"):
+                argv[index + 1] = table[argv[index + 1]]
+        search_path = launch.env.get("PATH", os.defpath)
+        touched = [e.path for e in (*policy.fs, *policy.protected)]
+        touched += [policy.cwd, policy.home, "/etc/resolv.conf", *placeholders]
+        touched += [a for a in argv if a.startswith("/")]
+        prefix_parents = [os.path.dirname(e.path) for e in policy.fs if e.mode == "rw-prefix"]
+        facts = ec.path_facts(touched)
+        facts += ec.listing_facts([*visited, *prefix_parents])
+        facts += ec.which_facts(os.path.basename(bwrap), search_path)
+        facts += ec.content_facts([str(seccomp_file), bwrap])
+        if argv[0] == "prlimit":
+            facts += ec.which_facts("prlimit", search_path)
+            argv[0] = shutil.which("prlimit", path=search_path) or "/usr/bin/prlimit"
+        reasons = {}
+        if policy.cpu_seconds is not None:
+            reasons[128 + signal.SIGXCPU] = "killed by the CPU-time limit (resources.cpu)"
+        prepared.recipe = {
+            "runner": "egg_plugins.platforms.linux.fastrun:run",
+            "argv": argv,
+            "seccomp_file": str(seccomp_file),
+            "ignore_signals": [int(s) for s in prepared.ignore_signals],
+            "tty": launch.tty,
+            "placeholders": list(placeholders),
+            "exit_reasons": reasons,
+        }
+        prepared.facts = facts
 
     def _start_network(
         self, launch: Launch, policy: EffectivePolicy, sockets: dict[int, str], prepared: Prepared
@@ -311,6 +337,10 @@ class LinuxNamespaces(Platform):
         )
 
         net_dir = launch.work_dir / "net"
+        if len(str(net_dir / "port-65535.sock")) > SUN_PATH_MAX:
+            # Unix socket paths are limited to 108 bytes; a deep $EGG_HOME gets a short dir.
+            net_dir = Path(tempfile.mkdtemp(prefix="egg-net-"))
+            prepared.add_cleanup(lambda: shutil.rmtree(net_dir, ignore_errors=True))
         net_dir.mkdir(mode=0o700, exist_ok=True)
         proxy_sock = None
         port_sockets: dict[int, Path] = {}
@@ -335,24 +365,19 @@ class LinuxNamespaces(Platform):
         return net_dir
 
 
-def _read_line(fd: int) -> str:
-    data = b""
-    while not data.endswith(b"\n"):
-        try:
-            chunk = os.read(fd, 1)
-        except OSError:
-            break
-        if not chunk:
-            break
-        data += chunk
-    return data.decode(errors="replace").strip()
+def _closer(fd: int) -> Callable[[], None]:
+    """A function that closes ``fd`` the first time it is called and does nothing after."""
+    state = {"open": True}
 
+    def close() -> None:
+        if state["open"]:
+            state["open"] = False
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
-def _close(fd: int) -> None:
-    try:
-        os.close(fd)
-    except OSError:
-        pass
+    return close
 
 
 @hookimpl

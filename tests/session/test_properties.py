@@ -74,7 +74,7 @@ MOVES = (
 )
 REGIONS = st.builds(
     lambda t, h: b"\x1b[%d;%dr" % (t, t + h), st.integers(1, ROWS - 1), st.integers(1, ROWS)
-) | st.just(b"\x1b[r")
+) | st.sampled_from([b"\x1b[r", b"\x1b[;r", b"\x1b[0;0r", b"\x1b[3r", b"\x1b[1;%dr" % ROWS])
 CLEARS = st.sampled_from(
     [b"\x1b[H\x1b[2J", b"\x1b[2J\x1b[H", b"\x1b[2J", b"\x1b[3;4H\x1b[2J", b"\x1bc"]
 )

@@ -95,3 +95,28 @@ def test_fallback_starts_at_a_line_or_a_sequence_never_mid_character():
     cut = ring.cut(10)
     assert cut.kind == "fallback" and ring.read(cut.start).startswith(b"\x1b[")
     assert cut.modes.alt_screen == 1049
+
+
+@pytest.mark.parametrize(
+    ("sequence", "plain"),
+    [
+        (b"\x1b[1;38;5;9m", True),
+        (b"\x1b[K", True),
+        (b"\x1b[3D\x1b[5G", True),
+        (b"\x1b[?2004h\x1b[?25l\x1b[?2026h", True),
+        (b"\x1b]0;title\x07\x1b]8;;http://x\x1b\\", True),
+        (b"\x1b[A", False),
+        (b"\x1b[5;5H", False),
+        (b"\x1b[J", False),
+        (b"\x1b7", False),
+        (b"\x1b[?1049h", False),
+        (b"\x1b[?25;1049h", False),
+        (b"\x1b[?6h", False),
+        (b"\x1b[2;5r", False),
+        (b"\xc2\x9b2J", False),
+    ],
+)
+def test_what_keeps_a_tail_plain(sequence, plain):
+    ring = ReplayRing(1 << 16)
+    ring.feed(b"".join(b"line %d\r\n" % i for i in range(100)) + sequence + b"x\r\n" * 15)
+    assert (ring.cut(10).kind == "plain") is plain

@@ -145,3 +145,25 @@ def test_render_never_raises(data):
 )
 def test_screen_survives_csi_soup_without_the_safety_net(pieces):
     pyte.ByteStream(Screen(10, 4)).feed(b"".join(pieces))
+
+
+def test_cursor_position_in_origin_mode_is_clamped_to_the_region_like_xterm():
+    screen = render(b"ab\x1b[1;2r\x1b[?6h\x1b[5;3H", 4, 10)
+    assert (screen.cursor.x, screen.cursor.y) == (2, 1)
+
+
+@pytest.mark.parametrize(
+    ("sequence", "margins"),
+    [
+        (b"\x1b[2;3r", (1, 2)),
+        (b"\x1b[2;3r\x1b[r", None),
+        (b"\x1b[2;3r\x1b[0;0r", None),
+        (b"\x1b[3r", (2, 3)),
+        (b"\x1b[1;4r", None),
+        (b"\x1b[2;3r\x1b[3;3r", (1, 2)),
+    ],
+)
+def test_scroll_region_defaults_like_xterm(sequence, margins):
+    screen = render(b"ab" + sequence, 4, 10)
+    assert (tuple(screen.margins) if screen.margins else None) == margins
+    assert (screen.cursor.x, screen.cursor.y) == (0, 0)

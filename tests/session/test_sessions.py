@@ -444,3 +444,21 @@ def test_session_hooks_fire(env, project, tmp_path):
     session = result.stdout.strip()
     wait_exited(hooked, session)
     assert log.read_text().splitlines() == [f"started {session} linux-ns", f"ended {session} 3"]
+
+
+def test_browser_open_inside_is_recorded_and_shown_to_clients(env, project):
+    session = start(env, project, "sh")
+    try:
+        child = attach(env, project, session)
+        child.send("xdg-open https://login.example.test/device?code=42\r")
+        child.expect(r"\[egg\] open in your browser: https://login.example.test/device\?code=42")
+        log = session_dir(env, session) / "browser.log"
+        assert json.loads(log.read_text().splitlines()[0])["url"] == (
+            "https://login.example.test/device?code=42"
+        )
+        child.send('echo "$BROWSER"\r')
+        child.expect("/run/egg-session/bin/egg-browser")
+        child.sendcontrol("\\")
+        child.expect(pexpect.EOF)
+    finally:
+        kill(env, project, session)

@@ -26,11 +26,17 @@ import attrs
 
 from egg_core.policy import NEED_FULL, EffectivePolicy, FsEntry
 
+from .fastrun import remove_placeholders
+
+__all__ = ["BwrapRequest", "build_args", "remove_placeholders"]
+
 #: what a program needs to run when ``deny:/`` (jail mode) hides everything else
 JAIL_SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 SANDBOX_HOSTNAME = "egg"
 #: where the host-side network sockets appear inside the sandbox
 NET_DIR_INSIDE = "/run/egg-net"
+#: where the session's shared directory (the browser-open outbox) appears inside
+SHARED_DIR_INSIDE = "/run/egg-session"
 
 
 @attrs.frozen
@@ -61,10 +67,20 @@ class BwrapRequest:
     status_fd: int | None = None
     net_dir: str | None = None  # host dir holding the proxy/port sockets, bound at NET_DIR_INSIDE
     extra_ro: Sequence[str] = ()  # host paths the launch itself needs (the bridge's Python)
+    shared_dir: str | None = None  # host dir the command may write, bound at SHARED_DIR_INSIDE
 
 
-def build_args(policy: EffectivePolicy, request: BwrapRequest, bwrap: str = "bwrap") -> list[str]:
-    """The full ``bwrap ... -- argv`` command line for ``policy``."""
+def build_args(
+    policy: EffectivePolicy,
+    request: BwrapRequest,
+    bwrap: str = "bwrap",
+    visited: list[str] | None = None,
+) -> list[str]:
+    """The full ``bwrap ... -- argv`` command line for ``policy``.
+
+    ``visited`` collects every directory whose listing the decision depended on (socket scans),
+    for the exec cache's facts.
+    """
     args = [
         bwrap,
         "--die-with-parent",
@@ -107,7 +123,7 @@ def build_args(policy: EffectivePolicy, request: BwrapRequest, bwrap: str = "bwr
     if not policy.jail:
         # sockets in the home directory (an IDE's, a tmux-like server's) that the read-only
         # root would otherwise leave reachable; deeper rules mask their own trees again
-        for sock in host_sockets(policy.home):
+        for sock in host_sockets(policy.home, visited=visited):
             args += ["--ro-bind", request.empty_file, sock]
     remount: list[str] = []
     placeholders = set(placeholder_paths(policy))
@@ -115,15 +131,17 @@ def build_args(policy: EffectivePolicy, request: BwrapRequest, bwrap: str = "bwr
         if entry.path in placeholders:
             args += ["--ro-bind", request.empty_file, entry.path]
             continue
-        args += _entry_args(entry, request.empty_file, remount)
+        args += _entry_args(entry, request.empty_file, remount, visited)
     if policy.jail:
         for path in (policy.cwd, policy.home):
             if probe(path).kind == "missing" or not _exposed(path, policy):
                 args += ["--dir", path]
     for entry in policy.protected:
-        args += _entry_args(entry, request.empty_file, remount)
+        args += _entry_args(entry, request.empty_file, remount, visited)
     if request.net_dir:
         args += ["--ro-bind", request.net_dir, NET_DIR_INSIDE]
+    if request.shared_dir:
+        args += ["--bind", request.shared_dir, SHARED_DIR_INSIDE]
     for path in remount:
         args += ["--remount-ro", path]
     args += ["--chdir", policy.cwd]
@@ -173,17 +191,6 @@ def placeholder_paths(policy: EffectivePolicy) -> list[str]:
         ):
             found.append(entry.path)
     return found
-
-
-def remove_placeholders(paths: Sequence[str]) -> None:
-    """Remove the empty mount points left by :func:`placeholder_paths` (never a real file)."""
-    for path in paths:
-        try:
-            st = os.lstat(path)
-            if stat.S_ISREG(st.st_mode) and st.st_size == 0:
-                os.unlink(path)
-        except OSError:
-            continue
 
 
 def _symlinks_on_the_way(path: str) -> list[str]:
@@ -290,7 +297,9 @@ def _exposed(path: str, policy: EffectivePolicy) -> bool:
     )
 
 
-def _entry_args(entry: FsEntry, empty_file: str, remount: list[str]) -> list[str]:
+def _entry_args(
+    entry: FsEntry, empty_file: str, remount: list[str], visited: list[str] | None = None
+) -> list[str]:
     if entry.path == "/":
         return []  # jail mode (deny:/) and rw:/ are handled by the root mount
     fact = probe(entry.path)
@@ -306,7 +315,7 @@ def _entry_args(entry: FsEntry, empty_file: str, remount: list[str]) -> list[str
                 if sib.kind != "missing" and sib.real != real:
                     result += ["--bind", sib.real, sib.real]
         if fact.kind == "dir":
-            for sock in host_sockets(real):
+            for sock in host_sockets(real, visited=visited):
                 result += ["--ro-bind", empty_file, sock]
         return result
     # deny
@@ -316,7 +325,9 @@ def _entry_args(entry: FsEntry, empty_file: str, remount: list[str]) -> list[str
     return ["--ro-bind", empty_file, real]
 
 
-def host_sockets(directory: str, depth: int = 2, limit: int = 4000) -> list[str]:
+def host_sockets(
+    directory: str, depth: int = 2, limit: int = 4000, visited: list[str] | None = None
+) -> list[str]:
     """Unix sockets at most ``depth`` levels below a directory the sandbox will see.
 
     ``connect()`` works through a read-only mount, so a socket inside an exposed directory (a
@@ -330,6 +341,8 @@ def host_sockets(directory: str, depth: int = 2, limit: int = 4000) -> list[str]
     for _ in range(depth):
         below: list[str] = []
         for parent in level:
+            if visited is not None:
+                visited.append(parent)
             try:
                 entries = os.scandir(parent)
             except OSError:

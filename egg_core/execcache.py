@@ -1,0 +1,279 @@
+"""``egg exec``'s fast path: a validated cache of fully prepared launches.
+
+Resolving a policy costs imports (attrs, pluggy, PyYAML) and work that dwarf bubblewrap's own start
+(about 5 ms). Most ``egg exec`` calls repeat an earlier one exactly — same arguments, directory,
+environment, configs, installation and filesystem — so the full path stores what it prepared, and
+the next identical call runs it directly.
+
+Correctness rests on two things:
+- the **key**: a hash of egg's version, the interpreter, the arguments, the directory, the user and
+  groups, every environment variable (names and values; only the hash is stored), and the
+  ``sys.path`` directories' modification times (installing anything changes them);
+- the **facts**: every filesystem observation the full path's decision depended on — config files'
+  contents, egg's and the plugins' module files, what each path in the policy resolves to (the
+  identity of the path and of each of its ancestors), the contents of directories that were
+  scanned (for sockets, for prefix siblings), the binaries found on PATH and the directories
+  searched before them. All are re-checked before a cached launch runs; any difference falls back
+  to the full path, which stores a fresh entry.
+
+Only launches with no helpers are cached (no network proxy, no cgroups): the cached recipe is an
+argv, an environment recipe (names to copy from the current environment, and constant defaults —
+never a copied value), files to open, and placeholders to remove afterwards. The cache lives in
+``$EGG_HOME/cache/exec``, which no sandbox can see. ``EGG_EXEC_CACHE=0`` turns it off;
+``EGG_EXEC_CACHE=debug`` says why a call missed.
+
+This module imports only C-level standard modules: it runs before anything else is loaded.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # importing typing costs milliseconds that this module exists to save
+    from collections.abc import Iterable, Mapping
+    from typing import Any
+
+    Fact = tuple[Any, ...]
+
+FORMAT = 3
+CACHE_ENV = "EGG_EXEC_CACHE"
+KEEP = 64
+
+
+def _sha256_hex(data: bytes) -> str:
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover - other Python builds
+        from hashlib import sha256
+    return str(sha256(data).hexdigest())
+
+
+def cache_dir(environ: Mapping[str, str]) -> str:
+    home = environ.get("EGG_HOME")
+    if home:
+        return os.path.join(os.path.abspath(os.path.expanduser(home)), "cache", "exec")
+    return os.path.join(environ.get("HOME") or os.path.expanduser("~"), ".egg", "cache", "exec")
+
+
+def cache_key(args: list[str], environ: Mapping[str, str], cwd: str) -> str:
+    from egg_core import __version__
+
+    installed = []
+    for entry in sys.path:
+        try:
+            st = os.stat(entry or ".")
+        except OSError:
+            continue
+        installed.append((entry, st.st_mtime_ns, st.st_ino))
+    material = (
+        FORMAT,
+        __version__,
+        sys.executable,
+        list(args),
+        cwd,
+        os.getuid(),
+        os.getgid(),
+        sorted(os.getgroups()),
+        sorted(environ.items()),
+        installed,
+    )
+    return _sha256_hex(marshal.dumps(repr(material)))
+
+
+# --- facts -------------------------------------------------------------------------------------
+
+
+def identity(path: str) -> tuple[int, ...] | None:
+    """What a path *is*: device, inode, type and permissions, owner (not its contents)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_mode, st.st_uid, st.st_gid)
+
+
+def contents(path: str) -> tuple[int, ...] | None:
+    """What a file *holds*, as far as the cache is concerned: inode, size, modification time."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def listing(path: str) -> tuple[int, str] | None:
+    """A directory's entries: its modification time and a digest of the sorted names."""
+    try:
+        mtime = os.lstat(path).st_mtime_ns
+        names = sorted(os.listdir(path))
+    except OSError:
+        return None
+    return mtime, _sha256_hex("\0".join(names).encode(errors="surrogateescape"))
+
+
+def listing_matches(path: str, expected: Any) -> bool:
+    """Same entries as recorded. An unchanged modification time settles it without listing;
+    a changed one (egg's own placeholder files come and go) is settled by the names."""
+    if expected is None:
+        return listing(path) is None
+    try:
+        if os.lstat(path).st_mtime_ns == expected[0]:
+            return True
+    except OSError:
+        return False
+    now = listing(path)
+    return now is not None and now[1] == expected[1]
+
+
+def path_facts(paths: Iterable[str]) -> list[Fact]:
+    """Identity facts for each path and every ancestor (symlinks, existence, type, owner)."""
+    seen: set[str] = set()
+    facts: list[Fact] = []
+    for path in paths:
+        current = os.path.normpath(path)
+        while current not in seen:
+            seen.add(current)
+            facts.append(("i", current, identity(current)))
+            parent = os.path.dirname(current)
+            if parent == current:
+                break
+            current = parent
+    return facts
+
+
+def content_facts(paths: Iterable[str]) -> list[Fact]:
+    return [("c", path, contents(path)) for path in dict.fromkeys(paths)]
+
+
+def listing_facts(paths: Iterable[str]) -> list[Fact]:
+    return [("l", path, listing(path)) for path in dict.fromkeys(paths)]
+
+
+def which_facts(name: str, search_path: str) -> list[Fact]:
+    """What finding ``name`` on ``search_path`` depended on: each candidate until the hit."""
+    if "/" in name:
+        return content_facts([name]) + path_facts([name])
+    facts: list[Fact] = []
+    for directory in search_path.split(os.pathsep):
+        candidate = os.path.join(directory or ".", name)
+        facts.append(("i", candidate, identity(candidate)))
+        if facts[-1][2] is not None and os.access(candidate, os.X_OK):
+            facts += content_facts([candidate]) + path_facts([os.path.realpath(candidate)])
+            break
+    return facts
+
+
+def stale_fact(facts: Iterable[Fact]) -> Fact | None:
+    """The first fact that no longer holds, or None when all do."""
+    for fact in facts:
+        kind, path, expected = fact
+        if kind == "l":
+            if not listing_matches(path, expected):
+                return fact
+        elif (identity if kind == "i" else contents)(path) != expected:
+            return fact
+    return None
+
+
+# --- the cache ---------------------------------------------------------------------------------
+
+
+def entry_path(environ: Mapping[str, str], key: str) -> str:
+    return os.path.join(cache_dir(environ), key)
+
+
+def load(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path, "rb") as handle:
+            entry = marshal.load(handle)
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    if not isinstance(entry, dict) or entry.get("format") != FORMAT:
+        return None
+    return entry
+
+
+def store(environ: Mapping[str, str], key: str, entry: dict[str, Any]) -> None:
+    directory = cache_dir(environ)
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        tmp = os.path.join(directory, f".{key}.{os.getpid()}")
+        with open(tmp, "wb") as handle:
+            marshal.dump({**entry, "format": FORMAT}, handle)
+        os.replace(tmp, os.path.join(directory, key))
+        _prune(directory)
+    except (OSError, ValueError):
+        pass  # an unwritable cache only costs speed
+
+
+def _prune(directory: str) -> None:
+    entries = []
+    with os.scandir(directory) as it:
+        for item in it:
+            if not item.name.startswith("."):
+                entries.append((item.stat().st_mtime_ns, item.path))
+    for _, path in sorted(entries)[:-KEEP]:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def live_sessions_need_recovery(environ: Mapping[str, str]) -> bool:
+    """A session whose daemon died is recovered by the full path (which says so)."""
+    home = os.path.dirname(os.path.dirname(cache_dir(environ)))
+    live = os.path.join(home, "sessions", ".live")
+    try:
+        names = os.listdir(live)
+    except OSError:
+        return False
+    for name in names:
+        try:
+            with open(os.path.join(live, name)) as handle:
+                pid = int(handle.read().strip() or 0)
+        except (OSError, ValueError):
+            return True
+        if not pid or not os.path.exists(f"/proc/{pid}"):
+            return True
+    return False
+
+
+def lookup(args: list[str], environ: Mapping[str, str]) -> dict[str, Any] | None:
+    """The valid cache entry for ``egg ARGS`` here and now, or None (a miss: run the full path).
+
+    Anything unexpected is a miss, never an error: the full path decides and reports.
+    """
+    setting = environ.get(CACHE_ENV)
+    if setting == "0":
+        return None
+    why = None
+    try:
+        entry = load(entry_path(environ, cache_key(args, environ, os.getcwd())))
+        if entry is None:
+            why = "no entry for these arguments, directory and environment"
+        elif (fact := stale_fact(entry["facts"])) is not None:
+            why = f"changed since it was cached: {fact[1]}"
+        elif live_sessions_need_recovery(environ):
+            why = "a crashed session needs recovery"
+    except Exception as exc:
+        why = f"{type(exc).__name__}: {exc}"
+    if setting == "debug":
+        print(f"egg: exec cache {'miss: ' + why if why else 'hit'}", file=sys.stderr)
+    return entry if why is None else None
+
+
+def try_run(args: list[str], environ: Mapping[str, str]) -> int | None:
+    """Run ``egg ARGS`` (an ``egg exec``) from the cache; None on a miss, before anything ran."""
+    entry = lookup(args, environ)
+    if entry is None:
+        return None
+    module_name, _, function = str(entry["runner"]).partition(":")
+    import importlib
+
+    runner = getattr(importlib.import_module(module_name), function)
+    env = {name: environ[name] for name in entry["env_copy"] if name in environ}
+    env.update(entry["env_set"])
+    return int(runner(entry, env))

@@ -1,0 +1,100 @@
+"""Supervise a sandboxed command in the foreground: signals in, exit code out.
+
+Shared by ``egg exec``'s full path (:mod:`egg_core.runner`) and its cached fast path, so it
+imports nothing but the standard library's C-level modules.
+
+With ``tty`` the command shares egg's terminal and process group, so the terminal's Ctrl-C and
+Ctrl-\\ reach it directly and egg ignores them; otherwise egg forwards them. SIGTERM and SIGHUP are
+always forwarded — to the command itself when the platform knows its pid (not to the sandbox's
+monitor, which would tear the sandbox down instead of letting the command handle the signal).
+"""
+
+from __future__ import annotations
+
+# The C module under ``signal``: ``signal`` itself imports enum, a few milliseconds that egg
+# exec's fast path cannot spare. Same functions, plain integer constants.
+import _signal as signal  # type: ignore[import-not-found,unused-ignore]
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)
+SANDBOX_FAILED = 125
+
+
+def spawn_ignoring(spawn: Callable[[], int], ignore: Iterable[int]) -> int:
+    """Run ``spawn`` (which starts the child and returns its pid) with ``ignore`` set to SIG_IGN,
+    so the child inherits the ignored dispositions; egg's own handlers are restored after."""
+    saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in ignore}
+    try:
+        return spawn()
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+def supervise(
+    pid: int,
+    wait: Callable[[], int],
+    *,
+    tty: bool,
+    command_pid: Callable[[], int | None] | None = None,
+) -> int:
+    """Forward signals to the command while ``wait()`` waits; return the wait's returncode."""
+    forward = [signal.SIGTERM, signal.SIGHUP]
+    if not tty:
+        forward += [signal.SIGINT, signal.SIGQUIT]
+    target = [pid]
+
+    def relay(sig: int, _frame: object) -> None:
+        try:
+            os.kill(target[0], sig)
+        except OSError:
+            pass
+
+    saved = {}
+    for sig in FORWARDED:
+        saved[sig] = signal.signal(sig, relay if sig in forward else signal.SIG_IGN)
+    try:
+        if command_pid is not None:
+            found = command_pid()
+            if found:
+                target[0] = found
+        return wait()
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+def wait_pid(pid: int) -> int:
+    """``os.waitpid`` until the child ends; the returncode convention of subprocess (-N: signal)."""
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+        except InterruptedError:
+            continue
+        return os.waitstatus_to_exitcode(status)
+
+
+def report_exit(
+    returncode: int,
+    command_code: Callable[[int], int | None],
+    exit_reason: Callable[[int], str | None],
+    program: str,
+) -> int:
+    """The command's exit code, telling the user when the sandbox failed or a limit killed it."""
+    code = command_code(returncode)
+    if code is None:
+        print(
+            f"egg: error: the sandbox failed before the command started "
+            f"({program} exited {returncode})",
+            file=sys.stderr,
+        )
+        return SANDBOX_FAILED
+    reason = exit_reason(code)
+    if reason:
+        print(f"egg: {reason}", file=sys.stderr)
+    return code

@@ -1,0 +1,71 @@
+"""bubblewrap's ``--json-status-fd`` records: the command's host pid, then its exit code.
+
+Parsed without the json module: this runs on ``egg exec``'s fast path, and bwrap writes one flat
+object per line with integer values.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def field(text: str, name: str) -> int | None:
+    """The integer value of ``"name": N`` in bwrap's status output, if present."""
+    key = f'"{name}"'
+    at = text.find(key)
+    if at < 0:
+        return None
+    rest = text[at + len(key) :].lstrip().removeprefix(":").lstrip()
+    digits = ""
+    for char in rest:
+        if char.isdigit() or (char == "-" and not digits):
+            digits += char
+        else:
+            break
+    try:
+        return int(digits)
+    except ValueError:
+        return None
+
+
+class StatusReader:
+    """Reads the status pipe: the first record early (for the pid), the rest at exit."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.text = ""
+        self.closed = False
+
+    def _read(self, until_newline: bool) -> None:
+        while not self.closed:
+            try:
+                chunk = os.read(self.fd, 1 if until_newline else 65536)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.close()
+                return
+            self.text += chunk.decode(errors="replace")
+            if until_newline and self.text.endswith("\n"):
+                return
+
+    def close(self) -> None:
+        """Close the pipe once (a second close could hit a reused descriptor)."""
+        if not self.closed:
+            self.closed = True
+            os.close(self.fd)
+
+    def child_pid(self) -> int | None:
+        if field(self.text, "child-pid") is None:
+            self._read(until_newline=True)
+        return field(self.text, "child-pid")
+
+    def exit_code(self, returncode: int) -> int | None:
+        """The command's exit code; 128+N if bwrap itself was killed; None if it never ran."""
+        self._read(until_newline=False)
+        code = field(self.text, "exit-code")
+        if code is not None:
+            return code
+        if returncode < 0:
+            return 128 - returncode
+        return None
