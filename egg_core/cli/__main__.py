@@ -12,6 +12,6 @@ import sys
 if sys.path and sys.path[0] in ("", ".", os.getcwd()):
     del sys.path[0]  # only the entry -m added: the same path may also come from a .pth file
 
-from egg_core.cli import main  # noqa: E402
+from egg_core.cli import main
 
 sys.exit(main())
