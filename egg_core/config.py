@@ -456,12 +456,23 @@ def resolve_config(
     return resolver.resolve_loaded(config, path, chain)
 
 
+def _empty(path: Path) -> bool:
+    try:
+        return path.is_file() and path.stat().st_size == 0
+    except OSError:
+        return False
+
+
 def discover_config(
     cwd: str | os.PathLike[str] | None = None,
     config_path: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> ResolvedConfig:
-    """``--config PATH``, else ``./egg.yaml``, else ``$EGG_HOME/egg.yaml``, else the default."""
+    """``--config PATH``, else ``./egg.yaml``, else ``$EGG_HOME/egg.yaml``, else the default.
+
+    An empty (zero-byte) ``./egg.yaml`` counts as absent; write a comment to make a file that
+    means "the built-in default, not my global config".
+    """
     env = os.environ if environ is None else environ
     here = Path(cwd) if cwd is not None else Path.cwd()
     if config_path is not None:
@@ -478,6 +489,10 @@ def discover_config(
         (here / "egg.yaml", "./egg.yaml"),
         (egg_home(env) / "egg.yaml", "$EGG_HOME/egg.yaml"),
     ):
+        if origin == "./egg.yaml" and _empty(candidate):
+            # The empty file a sandbox platform mounts in place of a missing ./egg.yaml (so the
+            # sandbox cannot create one) may outlive a crashed session: it means "no file".
+            continue
         if candidate.is_file():
             config, files = resolve_config_file(candidate, env)
             return ResolvedConfig(config=config, path=candidate, files=files, origin=origin)

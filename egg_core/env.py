@@ -82,8 +82,15 @@ def ssh_agent_socket_paths(environ: Mapping[str, str], home: Path) -> list[str]:
     sock = environ.get(SSH_AUTH_SOCK)
     if sock:
         found.add(os.path.abspath(sock))
+    for pattern in ssh_agent_socket_patterns(environ, home):
+        found.update(glob.glob(pattern))
+    return sorted(p for p in found if os.path.lexists(p))
+
+
+def ssh_agent_socket_patterns(environ: Mapping[str, str], home: Path) -> list[str]:
+    """Where ssh agents usually put their socket (glob patterns)."""
     runtime = environ.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid()}"
-    patterns = [
+    return [
         "/tmp/ssh-*/agent.*",
         f"{runtime}/ssh-agent*",
         f"{runtime}/openssh_agent",
@@ -92,6 +99,3 @@ def ssh_agent_socket_paths(environ: Mapping[str, str], home: Path) -> list[str]:
         f"{runtime}/gnupg/S.gpg-agent.ssh",
         f"{home}/.ssh/agent*",
     ]
-    for pattern in patterns:
-        found.update(glob.glob(pattern))
-    return sorted(p for p in found if os.path.lexists(p))

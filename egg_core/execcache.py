@@ -38,9 +38,11 @@ if TYPE_CHECKING:  # importing typing costs milliseconds that this module exists
 
     Fact = tuple[Any, ...]
 
-FORMAT = 3
+FORMAT = 4
 CACHE_ENV = "EGG_EXEC_CACHE"
 KEEP = 64
+#: cached launches are run only by egg's own platform code
+RUNNER_PREFIX = "egg_plugins.platforms."
 
 
 def _sha256_hex(data: bytes) -> str:
@@ -96,31 +98,41 @@ def identity(path: str) -> tuple[int, ...] | None:
 
 
 def contents(path: str) -> tuple[int, ...] | None:
-    """What a file *holds*, as far as the cache is concerned: inode, size, modification time."""
+    """What a file *holds*, as far as the cache is concerned: inode, size and change time (the
+    ctime, which unlike the mtime no process can set back)."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_ctime_ns)
+
+
+def _entry_kind(entry: os.DirEntry[str]) -> str:
+    if entry.is_symlink():
+        return "l"
+    if entry.is_dir(follow_symlinks=False):
+        return "d"
+    return "f" if entry.is_file(follow_symlinks=False) else "o"  # o: socket, fifo, device
 
 
 def listing(path: str) -> tuple[int, str] | None:
-    """A directory's entries: its modification time and a digest of the sorted names."""
+    """A directory's entries: its change time and a digest of the sorted (name, type) pairs."""
     try:
-        mtime = os.lstat(path).st_mtime_ns
-        names = sorted(os.listdir(path))
+        ctime = os.lstat(path).st_ctime_ns
+        with os.scandir(path) as it:
+            names = sorted(f"{e.name}\0{_entry_kind(e)}" for e in it)
     except OSError:
         return None
-    return mtime, _sha256_hex("\0".join(names).encode(errors="surrogateescape"))
+    return ctime, _sha256_hex("\0\0".join(names).encode(errors="surrogateescape"))
 
 
 def listing_matches(path: str, expected: Any) -> bool:
-    """Same entries as recorded. An unchanged modification time settles it without listing;
-    a changed one (egg's own placeholder files come and go) is settled by the names."""
+    """Same entries as recorded. An unchanged change time settles it without listing; a changed
+    one (egg's own placeholder files come and go) is settled by the names and types."""
     if expected is None:
         return listing(path) is None
     try:
-        if os.lstat(path).st_mtime_ns == expected[0]:
+        if os.lstat(path).st_ctime_ns == expected[0]:
             return True
     except OSError:
         return False
@@ -158,7 +170,9 @@ def which_facts(name: str, search_path: str) -> list[Fact]:
         return content_facts([name]) + path_facts([name])
     facts: list[Fact] = []
     for directory in search_path.split(os.pathsep):
-        candidate = os.path.join(directory or ".", name)
+        if not os.path.isabs(directory):
+            continue  # egg never runs its own programs from relative PATH entries
+        candidate = os.path.join(directory, name)
         facts.append(("i", candidate, identity(candidate)))
         if facts[-1][2] is not None and os.access(candidate, os.X_OK):
             facts += content_facts([candidate]) + path_facts([os.path.realpath(candidate)])
@@ -185,13 +199,41 @@ def entry_path(environ: Mapping[str, str], key: str) -> str:
     return os.path.join(cache_dir(environ), key)
 
 
+def _private(st: os.stat_result) -> bool:
+    """Owned by this user and writable by no one else: an entry is a program egg will run."""
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
 def load(path: str) -> dict[str, Any] | None:
+    """The entry at ``path``, if it and every directory up to ``$EGG_HOME`` are this user's own
+    and nobody else's to write (another user's ``EGG_HOME`` could otherwise hand us a recipe)."""
+    directory = os.path.dirname(path)
+    for level in (
+        directory,
+        os.path.dirname(directory),
+        os.path.dirname(os.path.dirname(directory)),
+    ):
+        try:
+            if not _private(os.lstat(level)):
+                return None
+        except OSError:
+            return None
     try:
-        with open(path, "rb") as handle:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        if not _private(os.fstat(fd)):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
             entry = marshal.load(handle)
     except (OSError, EOFError, ValueError, TypeError):
         return None
+    finally:
+        os.close(fd)
     if not isinstance(entry, dict) or entry.get("format") != FORMAT:
+        return None
+    if not str(entry.get("runner", "")).startswith(RUNNER_PREFIX):
         return None
     return entry
 

@@ -32,3 +32,16 @@ def expand_user(path: str, home: Path) -> str:
     if path.startswith("~/"):
         return str(home / path[2:])
     return path
+
+
+def host_which(name: str, search_path: str | None = None) -> str | None:
+    """Find a program egg itself runs on the host, on absolute PATH entries only.
+
+    An empty or relative entry means "the current directory", which a sandboxed agent can write:
+    a planted ``./bwrap`` must never run as the user on the host.
+    """
+    import shutil
+
+    entries = search_path if search_path is not None else os.environ.get("PATH", os.defpath)
+    absolute = os.pathsep.join(p for p in entries.split(os.pathsep) if os.path.isabs(p))
+    return shutil.which(name, path=absolute) if absolute else None

@@ -249,13 +249,14 @@ def protected_paths(
 def launcher_paths(environ: Mapping[str, str]) -> list[str]:
     """The egg console script(s) and the installation they run (venv, package dirs)."""
     import importlib.util
-    import shutil
+
+    from egg_core.paths import host_which
 
     found: list[str] = []
     for prefix in {sys.prefix, sys.exec_prefix}:
         if prefix not in ("/", "/usr", "/usr/local"):
             found.append(os.path.realpath(prefix))
-    script = shutil.which("egg", path=environ.get("PATH"))
+    script = host_which("egg", environ.get("PATH", os.defpath))
     if script:
         found += [os.path.abspath(script), os.path.realpath(script)]
     for package in ("egg_core", "egg_plugins"):

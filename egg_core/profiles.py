@@ -83,6 +83,9 @@ class AgentProfile:
     write_dirs: tuple[Grant, ...] = attrs.field(default=(), converter=to_tuple)
     write_prefix_dirs: tuple[Grant, ...] = attrs.field(default=(), converter=to_tuple)
     settings_files: tuple[Grant, ...] = attrs.field(default=(), converter=to_tuple)
+    #: hook-bearing files in the *workspace* (relative to it), snapshotted like settings_files:
+    #: the workspace is writable, and these run outside the sandbox later
+    project_settings_files: tuple[Grant, ...] = attrs.field(default=(), converter=to_tuple)
     local_ports: tuple[PortGrant, ...] = attrs.field(default=(), converter=to_tuple)
     provider_url_vars: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
     #: set only when the user asks to skip the agent's permission prompts (an agent whose

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-EGG = [sys.executable, "-m", "egg_core.cli"]
+EGG = [sys.executable, "-P", "-m", "egg_core.cli"]
 
 
 @pytest.fixture

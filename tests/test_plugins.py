@@ -32,7 +32,7 @@ BUILTINS = {
 
 def _egg(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "egg_core.cli", *args], env=env, capture_output=True, text=True
+        [sys.executable, "-P", "-m", "egg_core.cli", *args], env=env, capture_output=True, text=True
     )
 
 

@@ -23,3 +23,23 @@ def test_readme_shows_exactly_two_setup_commands():
 def test_ci_runs_exactly_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()
     assert ci[-1] == _readme_commands()[0]
+
+
+def test_readme_run_command_runs_egg_in_the_sandbox(tmp_path):
+    import os
+    import subprocess
+
+    command = _readme_commands()[1]
+    assert command == ".venv/bin/egg exec -- echo hello"
+    argv = command.split()
+    argv[0] = str(ROOT / argv[0])
+    result = subprocess.run(
+        argv,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "EGG_HOME": str(tmp_path / "egg-home")},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "hello\n"

@@ -1,9 +1,9 @@
-"""``python -m egg_core.cli`` runs the ``egg`` command line.
+"""``python -P -m egg_core.cli`` runs the ``egg`` command line.
 
-``python -m`` puts the current directory first on ``sys.path``. A sandboxed agent can write that
-directory, so it is taken off again before anything else is imported: nothing egg loads later
-(plugins, PyYAML, the fast path's runner) may come from a workspace. The ``egg`` console script
-never has it there.
+Use ``-P`` (or the ``egg`` console script): plain ``python -m`` puts the current directory first on
+``sys.path``, and a sandboxed agent can write that directory — Python would import a planted
+``egg_core`` from it before this module runs. Without ``-P`` the entry is at least taken off here,
+so nothing egg imports later (plugins, PyYAML, the fast path's runner) comes from a workspace.
 """
 
 import os

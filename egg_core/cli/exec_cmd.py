@@ -8,10 +8,12 @@ found, 126 when it cannot be executed.
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +131,7 @@ def remember(
     facts += ec.which_facts(command[0], plan.env.get("PATH", os.defpath))
     facts += ec.which_facts("egg", environ.get("PATH", os.defpath))
     facts += ec.path_facts(CONTROL_SOCKETS)
+    facts += _ssh_agent_facts(plan, environ)
     env_copy = [n for n, v in prepared.env.items() if environ.get(n) == v]
     env_set = {n: v for n, v in prepared.env.items() if environ.get(n) != v}
     entry = {
@@ -150,3 +153,28 @@ def _plugin_modules(ctx: Context) -> set[str]:
         if isinstance(module, str):
             names.add(module)
     return names
+
+
+def _ssh_agent_facts(plan: Any, environ: Mapping[str, str]) -> list[tuple[Any, ...]]:
+    """An ssh agent started later (a socket that now exists) must be masked: watch the socket in
+    SSH_AUTH_SOCK and every directory the usual socket locations are found in."""
+    from egg_core import execcache as ec
+    from egg_core.env import ssh_agent_socket_patterns
+
+    policy = plan.policy
+    if not policy.ssh_denied or "SSH_AUTH_SOCK" in policy.config_env_names:
+        return []
+    files = []
+    if environ.get("SSH_AUTH_SOCK"):
+        files.append(os.path.abspath(environ["SSH_AUTH_SOCK"]))
+    directories: set[str] = set()
+    for pattern in ssh_agent_socket_patterns(environ, Path(policy.home)):
+        parent = os.path.dirname(pattern)
+        if "*" in parent:  # /tmp/ssh-*/agent.*: /tmp, and each directory matching now
+            directories.add(os.path.dirname(parent))
+            directories.update(glob.glob(parent))
+        else:  # the socket's directory, and the one above (where it would be created)
+            directories.update((parent, os.path.dirname(parent)))
+    return ec.path_facts(files + [os.path.realpath(f) for f in files]) + ec.listing_facts(
+        sorted(directories)
+    )

@@ -130,7 +130,7 @@ def run_session(ns: argparse.Namespace, ctx: Context) -> int:
     from egg_core.launch import find_command, plan_launch
     from egg_core.session.client import attach, parse_detach_key
     from egg_core.session.spec import RunSpec
-    from egg_core.session.store import create_session, write_json
+    from egg_core.session.store import create_session, read_json, write_json
 
     rest = list(ns.rest)
     agent: str | None = None
@@ -193,7 +193,10 @@ def run_session(ns: argparse.Namespace, ctx: Context) -> int:
         print(paths.id)
         return 0
     print(f"egg: session {paths.id} (detach with {ns.detach_key})", file=sys.stderr)
-    return attach(paths, detach_key=detach_key)
+    code = attach(paths, detach_key=detach_key)
+    for line in read_json(paths.meta).get("settings_restored") or []:
+        print(f"egg: {line}", file=sys.stderr)
+    return code
 
 
 def start_daemon(paths: Any, ctx: Context) -> None:
@@ -202,7 +205,7 @@ def start_daemon(paths: Any, ctx: Context) -> None:
 
     with open(paths.log, "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "egg_core.session.daemon", str(paths.directory)],
+            [sys.executable, "-P", "-m", "egg_core.session.daemon", str(paths.directory)],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,

@@ -19,6 +19,7 @@ import hmac
 import json
 import os
 import signal
+import stat
 import sys
 import time
 import traceback
@@ -178,11 +179,10 @@ class Daemon:
 
     def trace(self, prepared: Any) -> None:
         """``--trace``: strace follows the sandbox from outside (ptrace is denied inside)."""
-        import shutil
-
         from egg_core.errors import EnforcementError
+        from egg_core.paths import host_which
 
-        strace = shutil.which("strace")
+        strace = host_which("strace")
         if strace is None:
             prepared.cleanup()
             raise EnforcementError("--trace needs strace (apt install strace)")
@@ -300,7 +300,8 @@ class Daemon:
             code = 125
             self.exit_reason = "the sandbox failed before the command started (see egg.log)"
         else:
-            self.exit_reason = self.prepared.exit_reason(code)
+            # a limit that killed it says so; otherwise keep why egg ended it (idle, egg kill)
+            self.exit_reason = self.prepared.exit_reason(code) or self.exit_reason
         self.exit_code = code
         self.drain_pty()
         self.done.set()
@@ -355,13 +356,23 @@ class Daemon:
                 self.audit.flush()
 
     def check_browser_requests(self) -> None:
+        """Pick up URLs the sandbox's browser shim wrote. The sandbox owns that directory, so
+        nothing is trusted: no symlink is followed, only a regular file is read (a FIFO would
+        block the event loop), and at most 64 KiB per tick."""
         path = self.paths.shared / "browser-requests"
         try:
-            with open(path, "rb") as handle:
-                handle.seek(self.browser_offset)
-                data = handle.read(65536)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError:
             return
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return
+            os.lseek(fd, self.browser_offset, os.SEEK_SET)
+            data = os.read(fd, 65536)
+        except OSError:
+            return
+        finally:
+            os.close(fd)
         if not data:
             return
         self.browser_offset += len(data)
@@ -550,15 +561,11 @@ class Daemon:
     # -- ending --------------------------------------------------------------------------------
 
     async def finish(self) -> None:
+        """Restore settings and record the end first, then tell the clients: by the time a user
+        has the prompt back, the session is fully over."""
         from egg_core.session import snapshot
 
         code = self.exit_code if self.exit_code is not None else 1
-        for client in list(self.clients):
-            client.send(p.EXIT, p.pack_exit(code, self.exit_reason))
-        for client in list(self.clients):
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(client.writer.drain(), 2)
-            client.writer.close()
         if self.audit is not None:
             self.audit.close()
         restored = snapshot.restore(self.paths)
@@ -576,6 +583,12 @@ class Daemon:
             bytes=self.ring.total,
             settings_restored=restored,
         )
+        for client in list(self.clients):
+            client.send(p.EXIT, p.pack_exit(code, self.exit_reason))
+        for client in list(self.clients):
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(client.writer.drain(), 2)
+            client.writer.close()
         with contextlib.suppress(OSError):
             self.paths.sock.unlink()
         self.prepared.cleanup()
@@ -612,10 +625,17 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+#: workspace files that run code outside the sandbox for any agent, snapshotted in every session
+WORKSPACE_HOOK_FILES = (".envrc",)
+
+
 def settings_files(plan: Any) -> list[Path]:
-    """The agent's settings files to snapshot: the profile's, plus an egg.yaml override."""
-    home = Path(plan.policy.home)
+    """Files to snapshot: the agent's settings in $HOME and in the workspace, direnv's .envrc,
+    and an egg.yaml ``agent_settings`` override."""
+    home, cwd = Path(plan.policy.home), Path(plan.policy.cwd)
     files = [home / grant.value for grant in plan.profile.settings_files]
+    files += [cwd / grant.value for grant in plan.profile.project_settings_files]
+    files += [cwd / name for name in WORKSPACE_HOOK_FILES]
     override = plan.resolved.config.agent_settings_map.get(plan.profile.name)
     if override:
         files.append(Path(os.path.expanduser(override.replace("~", str(home), 1))))

@@ -65,7 +65,7 @@ class AgentProfileContract(_PluginContract):
     def test_every_hole_has_a_reason(self, profiles: list[AgentProfile]) -> None:
         for p in profiles:
             grants = [*p.domains, *p.env_vars, *p.write_dirs, *p.write_prefix_dirs]
-            grants += [*p.settings_files]
+            grants += [*p.settings_files, *p.project_settings_files]
             for grant in grants:
                 assert grant.value.strip(), f"{p.name}: a hole without a value"
                 assert len(grant.reason.strip()) >= 8, f"{p.name}: {grant.value!r} has no reason"
@@ -99,6 +99,7 @@ class AgentProfileContract(_PluginContract):
     def test_home_paths_stay_inside_home(self, profiles: list[AgentProfile]) -> None:
         for p in profiles:
             paths = [g.value for g in (*p.write_dirs, *p.write_prefix_dirs, *p.settings_files)]
+            paths += [g.value for g in p.project_settings_files]
             paths += [p.session_dir] if p.session_dir else []
             for path in paths:
                 assert not path.startswith(("/", "~")), f"{p.name}: {path!r} must be $HOME-relative"

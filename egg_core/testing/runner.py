@@ -64,7 +64,7 @@ class CliRunner:
         """A real ``egg`` process (``python -m egg_core.cli``), for commands that spawn others."""
         data = input.encode() if isinstance(input, str) else input
         proc = subprocess.run(
-            [sys.executable, "-m", "egg_core.cli", *args],
+            [sys.executable, "-P", "-m", "egg_core.cli", *args],
             env={**self.environ, **(env or {})},
             input=data,
             capture_output=True,

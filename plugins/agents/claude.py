@@ -74,6 +74,11 @@ PROFILE = AgentProfile(
         Grant(".claude/settings.json", "defines hooks and commands that run outside a session"),
         Grant(".claude.json", "defines MCP server commands and per-project trust"),
     ],
+    project_settings_files=[
+        Grant(".claude/settings.json", "project hooks run by claude outside a session too"),
+        Grant(".claude/settings.local.json", "local project hooks and permissions"),
+        Grant(".mcp.json", "project MCP server commands claude starts"),
+    ],
     provider_url_vars=["ANTHROPIC_BASE_URL"],
     session_dir=".claude/projects",
     resume_flag="--resume",

@@ -62,6 +62,10 @@ PROFILE = AgentProfile(
         Grant(".codex/config.toml", "defines notify programs and MCP server commands"),
         Grant(".codex/hooks.json", "defines hooks that run outside a session"),
     ],
+    project_settings_files=[
+        Grant(".codex/config.toml", "project config with notify programs and MCP commands"),
+        Grant(".codex/hooks.json", "project hooks run outside a session too"),
+    ],
     provider_url_vars=["OPENAI_BASE_URL", "CODEX_OSS_BASE_URL"],
     session_dir=".codex/sessions",
     resume_flag="resume",

@@ -43,6 +43,10 @@ PROFILE = AgentProfile(
         Grant(".cursor/cli-config.json", "holds the command allowlist the agent obeys"),
         Grant(".cursor/mcp.json", "defines MCP server commands"),
     ],
+    project_settings_files=[
+        Grant(".cursor/mcp.json", "project MCP server commands"),
+        Grant(".cursor/cli.json", "project command permissions"),
+    ],
     session_dir=".cursor/chats",
     resume_flag="--resume",
     skip_permissions_flag="--force",

@@ -51,6 +51,10 @@ PROFILE = AgentProfile(
         Grant(".gemini/settings.json", "defines hooks and MCP server commands"),
         Grant(".gemini/.env", "loaded into Gemini's environment on every start"),
     ],
+    project_settings_files=[
+        Grant(".gemini/settings.json", "project hooks and MCP server commands"),
+        Grant(".gemini/.env", "loaded into Gemini's environment in this project"),
+    ],
     provider_url_vars=["GOOGLE_GEMINI_BASE_URL"],
     session_dir=".gemini/tmp",
     resume_flag="--resume",

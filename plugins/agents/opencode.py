@@ -54,6 +54,10 @@ PROFILE = AgentProfile(
         Grant(".local/state/opencode", "TUI state"),
         Grant(".cache/opencode", "model catalog and provider packages"),
     ],
+    project_settings_files=[
+        Grant("opencode.json", "project config: MCP commands, plugins, formatters"),
+        Grant("opencode.jsonc", "project config: MCP commands, plugins, formatters"),
+    ],
     session_dir=".local/share/opencode",
     resume_flag="--session",
 )

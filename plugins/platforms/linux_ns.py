@@ -33,6 +33,7 @@ from pathlib import Path
 from egg_core import sandbox as caps
 from egg_core.errors import EnforcementError
 from egg_core.hookspecs import RegisterPlatform, hookimpl
+from egg_core.paths import host_which
 from egg_core.policy import NEED_FILTERED, NEED_FULL, NEED_NONE, EffectivePolicy
 from egg_core.sandbox import Availability, Check, Launch, Platform, Prepared
 
@@ -61,7 +62,7 @@ class LinuxNamespaces(Platform):
     capabilities = frozenset(caps.CAPABILITIES)
 
     def bwrap_path(self) -> str | None:
-        return shutil.which("bwrap")
+        return host_which("bwrap")
 
     def available(self) -> Availability:
         if not sys.platform.startswith("linux"):
@@ -158,7 +159,14 @@ class LinuxNamespaces(Platform):
         if policy.memory_bytes is not None:
             space = max(policy.memory_bytes, AS_FLOOR)
             limits.append(f"--as={space}:{space}")
-        return ["prlimit", *limits, "--"] if limits else []
+        if not limits:
+            return []
+        prlimit = host_which("prlimit")
+        if prlimit is None:
+            raise EnforcementError(
+                "resource limits need prlimit (apt install util-linux)", platform=self.name
+            )
+        return [prlimit, *limits, "--"]
 
     def command(self, launch: Launch) -> list[str]:
         policy = launch.policy
@@ -303,14 +311,15 @@ class LinuxNamespaces(Platform):
         touched = [e.path for e in (*policy.fs, *policy.protected)]
         touched += [policy.cwd, policy.home, "/etc/resolv.conf", *placeholders]
         touched += [a for a in argv if a.startswith("/")]
+        # where each path leads now: a dangling symlink whose target appears changes the launch
+        touched += [os.path.realpath(path) for path in touched]
         prefix_parents = [os.path.dirname(e.path) for e in policy.fs if e.mode == "rw-prefix"]
         facts = ec.path_facts(touched)
         facts += ec.listing_facts([*visited, *prefix_parents])
         facts += ec.which_facts(os.path.basename(bwrap), search_path)
         facts += ec.content_facts([str(seccomp_file), bwrap])
-        if argv[0] == "prlimit":
-            facts += ec.which_facts("prlimit", search_path)
-            argv[0] = shutil.which("prlimit", path=search_path) or "/usr/bin/prlimit"
+        if os.path.basename(argv[0]) == "prlimit":
+            facts += ec.which_facts("prlimit", os.environ.get("PATH", os.defpath))
         reasons = {}
         if policy.cpu_seconds is not None:
             reasons[128 + signal.SIGXCPU] = "killed by the CPU-time limit (resources.cpu)"

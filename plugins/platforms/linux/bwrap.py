@@ -127,11 +127,15 @@ def build_args(
             args += ["--ro-bind", request.empty_file, sock]
     remount: list[str] = []
     placeholders = set(placeholder_paths(policy))
+    untrusted = untrusted_rules(policy)
+    ruled = _ruled(policy)
     for entry in pinned_entries(policy):
         if entry.path in placeholders:
             args += ["--ro-bind", request.empty_file, entry.path]
             continue
-        args += _entry_args(entry, request.empty_file, remount, visited)
+        if entry.path in untrusted:
+            continue
+        args += _entry_args(entry, request.empty_file, remount, visited, ruled)
     if policy.jail:
         for path in (policy.cwd, policy.home):
             if probe(path).kind == "missing" or not _exposed(path, policy):
@@ -166,8 +170,42 @@ def _governing_mode(real: str, ruled: Sequence[tuple[str, str]]) -> str | None:
     return best[1] if best else None
 
 
-def _ruled(policy: EffectivePolicy) -> list[tuple[str, str]]:
-    return [(probe(e.path).real, e.mode) for e in policy.fs if e.path != "/"]
+def _ruled(policy: EffectivePolicy, *, everything: bool = False) -> list[tuple[str, str]]:
+    """(resolved path, mode) of each rule that will be mounted: rules through a planted
+    symlink are left out (unless ``everything``, used to find those rules in the first place)."""
+    rules = [(e.path, probe(e.path).real, e.mode) for e in policy.fs if e.path != "/"]
+    if everything:
+        return [(real, mode) for _, real, mode in rules]
+    untrusted = untrusted_rules(policy)
+    return [(real, mode) for path, real, mode in rules if path not in untrusted]
+
+
+def _planted(path: str, ruled: Sequence[tuple[str, str]]) -> str | None:
+    """The first symlink on the way to ``path`` whose directory the sandbox can write, if any.
+
+    Such a symlink may have been planted by an earlier sandbox (``ln -s ../.ssh
+    ~/.cache/claude``): following it would bind whatever it points at. Conservative on purpose:
+    writability is judged with every rule resolved.
+    """
+    for link in _symlinks_on_the_way(path):
+        if _governing_mode(os.path.dirname(link), ruled) in ("rw", "rw-prefix"):
+            return link
+    return None
+
+
+def untrusted_rules(policy: EffectivePolicy) -> dict[str, str]:
+    """Rules that expose a path (rw, ro, deny-write) through a symlink the sandbox could have
+    planted: path -> that symlink. They are skipped, never followed; deny rules still follow
+    (hiding more is safe)."""
+    ruled = _ruled(policy, everything=True)
+    found: dict[str, str] = {}
+    for entry in policy.fs:
+        if entry.mode == "deny" or entry.path == "/":
+            continue
+        link = _planted(entry.path, ruled)
+        if link is not None:
+            found[entry.path] = link
+    return found
 
 
 def placeholder_paths(policy: EffectivePolicy) -> list[str]:
@@ -298,7 +336,11 @@ def _exposed(path: str, policy: EffectivePolicy) -> bool:
 
 
 def _entry_args(
-    entry: FsEntry, empty_file: str, remount: list[str], visited: list[str] | None = None
+    entry: FsEntry,
+    empty_file: str,
+    remount: list[str],
+    visited: list[str] | None = None,
+    ruled: Sequence[tuple[str, str]] = (),
 ) -> list[str]:
     if entry.path == "/":
         return []  # jail mode (deny:/) and rw:/ are handled by the root mount
@@ -312,7 +354,7 @@ def _entry_args(
         if entry.mode == "rw-prefix":
             for sibling in prefix_siblings(entry.path):
                 sib = probe(sibling)
-                if sib.kind != "missing" and sib.real != real:
+                if sib.kind != "missing" and sib.real != real and not _planted(sibling, ruled):
                     result += ["--bind", sib.real, sib.real]
         if fact.kind == "dir":
             for sock in host_sockets(real, visited=visited):

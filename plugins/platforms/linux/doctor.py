@@ -5,10 +5,10 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
-import shutil
 import subprocess
 from pathlib import Path
 
+from egg_core.paths import host_which
 from egg_core.sandbox import Check
 
 from . import cgroups
@@ -131,7 +131,7 @@ def check_landlock() -> Check:
 
 def check_tools() -> list[Check]:
     checks = []
-    prlimit = shutil.which("prlimit")
+    prlimit = host_which("prlimit")
     checks.append(
         Check(
             "prlimit",

@@ -1,0 +1,138 @@
+"""Escapes found in review, each attempted for real (and each now closed)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import time
+from pathlib import Path
+
+from tests.linux.conftest import Box
+
+
+def test_a_symlink_planted_in_a_writable_dir_does_not_redirect_an_agent_write_dir(box: Box) -> None:
+    """A sandbox replaces ~/.cache/claude (claude's write dir, inside the writable ~/.cache) with
+    a symlink to ~/.ssh; the next claude sandbox must not bind ~/.ssh through it."""
+    planted = box.exec("sh", "-c", "rm -rf ~/.cache/claude && ln -s ../.ssh ~/.cache/claude")
+    assert planted.returncode == 0, planted.stderr
+    assert (box.home / ".cache" / "claude").is_symlink()
+
+    result = box.exec(
+        "sh",
+        "-c",
+        "cat ~/.ssh/id_ed25519; cat ~/.cache/claude/id_ed25519; "
+        "echo pwned >> ~/.cache/claude/authorized_keys",
+        options=["--agent", "claude"],
+    )
+
+    assert box.secret not in result.stdout + result.stderr
+    assert not (box.home / ".ssh" / "authorized_keys").exists()
+
+
+def test_a_symlink_planted_for_a_ro_rule_does_not_expose_a_denied_dir(box: Box) -> None:
+    box.mkdir(box.workspace / "data")
+    config = {"fs": ["ro:./data/shared"]}
+    box.exec("sh", "-c", f"ln -s {box.home}/.ssh data/shared", config=config)
+    assert (box.workspace / "data" / "shared").is_symlink()
+
+    result = box.exec("cat", f"{box.home}/.ssh/id_ed25519")
+
+    assert box.secret not in result.stdout + result.stderr
+
+
+def test_settings_restore_does_not_write_through_a_planted_symlink(box: Box) -> None:
+    """The agent plants ~/.claude/.settings.json.egg-restore -> a file elsewhere; restoring the
+    settings snapshot must not write there, and must restore settings.json itself."""
+    victim = box.write(box.root / "victim.txt", "untouched")
+    settings = box.write(".claude/settings.json", '{"hooks": {}}')
+    fake = box.write(
+        box.workspace / "bin" / "claude",
+        "#!/bin/sh\n"
+        f'ln -s {victim} "$HOME/.claude/.settings.json.egg-restore"\n'
+        'echo \'{"hooks": {"Stop": "evil"}}\' > "$HOME/.claude/settings.json"\n',
+        mode=0o755,
+    )
+    env = {"PATH": f"{fake.parent}:/usr/local/bin:/usr/bin:/bin"}
+
+    result = box.run("run", "claude", env=env, timeout=60)
+
+    assert result.returncode == 0, result.stderr
+    assert victim.read_text() == "untouched"
+    assert settings.read_text() == '{"hooks": {}}' and not settings.is_symlink()
+
+
+def test_a_fifo_in_the_shared_dir_does_not_hang_the_session(box: Box) -> None:
+    started = box.run(
+        "run",
+        "--detach",
+        "--",
+        "sh",
+        "-c",
+        "mkfifo /run/egg-session/browser-requests; sleep 30",
+    )
+    assert started.returncode == 0, started.stderr
+    session = started.stdout.strip()
+    try:
+        time.sleep(1.5)
+        status = box.run("status", session, "--json", timeout=15)
+        assert status.returncode == 0, status.stderr
+    finally:
+        box.run("kill", session)
+
+
+def test_an_empty_placeholder_egg_yaml_does_not_hide_the_user_global_config(box: Box) -> None:
+    secret_dir = box.mkdir(box.root / "vault")
+    box.write(secret_dir / "key", box.secret)
+    box.config({"fs": [f"deny:{secret_dir}"]}, path=box.egg_home / "egg.yaml")
+    box.write(box.workspace / "egg.yaml", "")  # what a crashed session leaves behind
+
+    result = box.exec("cat", str(secret_dir / "key"))
+
+    assert box.secret not in result.stdout
+
+
+def test_an_empty_path_entry_does_not_run_a_workspace_bwrap(box: Box) -> None:
+    marker = box.root / "bwrap-ran"
+    box.write(box.workspace / "bwrap", f"#!/bin/sh\ntouch {marker}\n", mode=0o755)
+    env = {"PATH": ":/usr/local/bin:/usr/bin:/bin"}
+
+    box.exec("true", env=env)
+
+    assert not marker.exists()
+
+
+def test_an_exec_cache_entry_goes_stale_when_a_dangling_deny_target_appears(box: Box) -> None:
+    vault = box.root / "vault-aws"
+    shutil.rmtree(box.home / ".aws", ignore_errors=True)
+    (box.home / ".aws").symlink_to(vault)  # deny:~/.aws, target missing for now
+    env = {"EGG_EXEC_CACHE": "1"}
+    box.exec("cat", f"{vault}/credentials", env=env)
+    box.exec("cat", f"{vault}/credentials", env=env)
+    box.mkdir(vault)
+    box.write(vault / "credentials", box.secret)
+
+    result = box.exec("cat", f"{vault}/credentials", env=env)
+
+    assert box.secret not in result.stdout
+
+
+def test_an_exec_cache_entry_goes_stale_when_a_file_becomes_a_socket(box: Box) -> None:
+    target = box.write(box.workspace / "ide.sock", "just a file")
+    probe = (
+        "import socket\ns=socket.socket(socket.AF_UNIX)\n"
+        "try:\n s.connect('ide.sock'); print('CONNECTED')\nexcept OSError: print('refused')\n"
+    )
+    box.py(probe)
+    box.py(probe)
+    target.unlink()
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(target))
+    os.chown(target, box.identity.uid, box.identity.gid)
+    server.listen()
+    try:
+        result = box.py(probe)
+        assert "CONNECTED" not in result.stdout
+    finally:
+        server.close()
+        Path(target).unlink(missing_ok=True)
