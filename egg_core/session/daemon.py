@@ -41,6 +41,7 @@ DROP_AFTER = 30.0  # seconds a client may stay behind before it is dropped
 AUTH_TIMEOUT = 5.0
 KILL_GRACE = 5.0
 READ_SIZE = 1 << 16
+BATCH_SIZE = 1 << 18
 OUTPUT_CHUNK = 1 << 19
 SCREEN_MAX_BYTES = 1 << 20  # egg status --screen renders at most this much with pyte
 
@@ -66,9 +67,8 @@ class Client:
     def send(self, frame_type: int, payload: bytes = b"") -> None:
         if self.transport.is_closing():
             return
-        self.transport.write(p.encode_header(frame_type, len(payload)))
-        if payload:
-            self.transport.write(payload)
+        # one write (header + payload): one send() and one wake-up of the client, not two
+        self.transport.write(p.encode_header(frame_type, len(payload)) + payload)
 
     def buffered(self) -> int:
         return int(self.transport.get_write_buffer_size())
@@ -262,16 +262,31 @@ class Daemon:
         server.close()
 
     def on_pty_readable(self) -> None:
-        try:
-            data = os.read(self.proc.fd, READ_SIZE)
-        except OSError as exc:
-            if exc.errno in (errno.EAGAIN, errno.EINTR):
-                return
-            data = b""
-        if not data:
+        # Drain what is there (up to BATCH_SIZE): one frame per client and one ring append per
+        # wake-up instead of one per 64 KiB read.
+        chunks: list[bytes] = []
+        size = 0
+        ended = False
+        while size < BATCH_SIZE:
+            try:
+                chunk = os.read(self.proc.fd, READ_SIZE)
+            except OSError as exc:
+                if exc.errno in (errno.EAGAIN, errno.EINTR):
+                    break
+                chunk = b""
+            if not chunk:
+                ended = True
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if chunks:
+            self.on_output(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+        if ended:
             asyncio.get_running_loop().remove_reader(self.proc.fd)
             self.reap(block=True)
-            return
+
+    def on_output(self, data: bytes) -> None:
+        """The hot path: to every live client, then into the ring (and the audit log)."""
         now = time.time()
         self.last_activity = now
         if self.first_output is None:
@@ -314,10 +329,7 @@ class Daemon:
                 return
             if not data:
                 return
-            for client in self.clients:
-                if client.attached and client.behind_since is None:
-                    client.send(p.OUTPUT, data)
-            self.ring.feed(data)
+            self.on_output(data)
 
     async def periodic(self) -> None:
         watchdog_logged = False
@@ -386,10 +398,13 @@ class Daemon:
                 if client.attached:
                     client.send(p.NOTICE, f"open in your browser: {url}".encode())
 
-    def repaint(self, client: Client) -> None:
-        payload = self.ring.snapshot(client.rows, client.cols)
+    def repaint(self, client: Client) -> bool:
+        """Send the client the current screen; False when the ring could not reproduce it
+        exactly (then the program should repaint itself)."""
+        payload, cut = self.ring.repaint(client.rows)
         for start in range(0, len(payload), OUTPUT_CHUNK):
             client.send(p.OUTPUT, payload[start : start + OUTPUT_CHUNK])
+        return cut.exact
 
     def resize(self, rows: int, cols: int) -> None:
         if (rows, cols) == (self.rows, self.cols):
@@ -502,8 +517,8 @@ class Daemon:
             self.first_attach.set()
             if not client.read_only:
                 self.resize(client.rows, client.cols)
-            self.repaint(client)
-            if self.exit_code is None and not self.ring.cut(client.rows).exact:
+            exact = self.repaint(client)
+            if self.exit_code is None and not exact:
                 # The ring cannot reproduce the screen exactly (a program that redraws by moving
                 # the cursor up, like Ink-based agents): have the program repaint itself.
                 self.nudge_repaint()

@@ -75,19 +75,32 @@ class Decoder:
         self._buffer = bytearray()
 
     def feed(self, data: bytes) -> list[Frame]:
-        self._buffer += data
+        # Parse straight from ``data`` when nothing is pending (the usual case for large reads):
+        # each payload is then copied once, not twice.
+        buffer: bytes | bytearray
+        if self._buffer:
+            self._buffer += data
+            buffer = self._buffer
+        else:
+            buffer = data
         frames = []
-        while len(self._buffer) >= HEADER.size:
-            length, frame_type = HEADER.unpack_from(self._buffer)
+        offset = 0
+        while len(buffer) - offset >= HEADER.size:
+            length, frame_type = HEADER.unpack_from(buffer, offset)
             if length < 1 or length > self.max_frame:
                 raise ProtocolError(f"frame length {length} out of range")
             if frame_type not in self.allowed:
                 raise ProtocolError(f"unknown frame type {frame_type}")
-            end = 4 + length
-            if len(self._buffer) < end:
+            end = offset + 4 + length
+            if len(buffer) < end:
                 break
-            frames.append(Frame(frame_type, bytes(self._buffer[HEADER.size : end])))
-            del self._buffer[:end]
+            frames.append(Frame(frame_type, bytes(buffer[offset + HEADER.size : end])))
+            offset = end
+        if buffer is self._buffer:
+            if offset:
+                del self._buffer[:offset]  # once per call, not once per frame
+        elif offset < len(buffer):
+            self._buffer += buffer[offset:]
         return frames
 
 

@@ -33,6 +33,7 @@ import attrs
 from egg_core.session.modes import ModeTracker, TerminalModes
 
 DEFAULT_CAPACITY = 8 * 1024 * 1024
+PLAIN_WINDOW = 64 * 1024  # first look for a plain cut in this much of the ring's tail
 DEFAULT_HISTORY = 500  # lines of scrollback a plain-tail replay gives the client, beyond 2 screens
 RESET = b"\x1bc"  # RIS: also leaves the alternate screen and resets every mode
 
@@ -134,7 +135,11 @@ class ReplayRing:
         cap, n = self._capacity, end - start
         pos = start % cap
         first = min(n, cap - pos)
-        return bytes(self._buf[pos : pos + first]) + bytes(self._buf[: n - first])
+        view = memoryview(self._buf)
+        try:  # one copy, not three
+            return b"".join((view[pos : pos + first], view[: n - first]))
+        finally:
+            view.release()
 
     def modes(self) -> TerminalModes:
         """The terminal state at the end of the output, for status and debugging."""
@@ -148,7 +153,13 @@ class ReplayRing:
         ``cols`` does not move the cut point: every row takes at least one line feed, whatever the
         width, so counting line feeds is enough.
         """
-        return RESET + self.since_last_repaint(rows)
+        return self.repaint(rows)[0]
+
+    def repaint(self, rows: int) -> tuple[bytes, Cut]:
+        """The reattach payload and the cut it starts from (``cut.exact`` False: the program
+        should be made to repaint itself), computing the cut once."""
+        cut = self.cut(rows)
+        return RESET + cut.modes.preamble() + self.read(cut.start), cut
 
     def since_last_repaint(self, rows: int = 50, *, max_bytes: int | None = None) -> bytes:
         """Bytes that draw the current screen on a freshly reset terminal: preamble, then output.
@@ -178,20 +189,31 @@ class ReplayRing:
         return self._fallback_cut(floor)
 
     def _plain_cut(self, rows: int, history: int, floor: int) -> Cut | None:
-        """The latest line start with a plain tail of 2*rows (ideally 2*rows+history) lines."""
-        data = self.read(floor)
+        """The latest line start with a plain tail of 2*rows (ideally 2*rows+history) lines.
+
+        Only the tail is read: a window that grows from the end until it holds enough lines
+        (copying an 8 MiB ring to find 600 line feeds made reattach slow and memory-hungry).
+        """
         least, want = 2 * rows, 2 * rows + history
-        known = self._first_checkpoint() - floor  # the state is only known from there on
-        candidates = []  # offsets in data, latest first
-        feeds, pos, enough = 0, len(data), False
-        while not enough:
-            i = data.rfind(b"\n", max(known - 1, 0), pos)
-            if i < 0:
+        window = PLAIN_WINDOW
+        while True:
+            base = max(floor, self._total - window)
+            data = self.read(base)
+            known = self._first_checkpoint() - base  # the state is only known from there on
+            candidates = []  # offsets in data, latest first
+            feeds, pos, enough = 0, len(data), False
+            while not enough:
+                i = data.rfind(b"\n", max(known - 1, 0), pos)
+                if i < 0:
+                    break
+                if feeds >= least and i > 0 and data[i - 1] == 0x0D:  # after CR LF: column 0
+                    candidates.append(i + 1)
+                    enough = feeds >= want
+                feeds, pos = feeds + 1, i
+            if enough or base == floor:
                 break
-            if feeds >= least and i > 0 and data[i - 1] == 0x0D:  # after CR LF: column 0
-                candidates.append(i + 1)
-                enough = feeds >= want
-            feeds, pos = feeds + 1, i
+            window *= 4
+        floor = base
         if not candidates:
             return None
         limit = len(data) - len(self._carry)

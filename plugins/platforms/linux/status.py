@@ -56,9 +56,15 @@ class StatusReader:
             os.close(self.fd)
 
     def child_pid(self) -> int | None:
+        """The host pid of the sandboxed command: the child of bwrap's pid-1 init, which is what
+        bwrap reports (pid 1 ignores signals it has no handler for, so SIGTERM must go to its
+        child)."""
         if field(self.text, "child-pid") is None:
             self._read(until_newline=True)
-        return field(self.text, "child-pid")
+        init = field(self.text, "child-pid")
+        if init is None:
+            return None
+        return init_child(init) or init
 
     def exit_code(self, returncode: int) -> int | None:
         """The command's exit code; 128+N if bwrap itself was killed; None if it never ran."""
@@ -69,3 +75,20 @@ class StatusReader:
         if returncode < 0:
             return 128 - returncode
         return None
+
+
+def init_child(init: int, attempts: int = 50) -> int | None:
+    """The first child of ``init`` (the command), waiting a little for init to fork it."""
+    import time
+
+    path = f"/proc/{init}/task/{init}/children"
+    for _ in range(attempts):
+        try:
+            with open(path) as handle:
+                children = handle.read().split()
+        except OSError:
+            return None
+        if children:
+            return int(children[0])
+        time.sleep(0.002)
+    return None
