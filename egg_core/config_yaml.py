@@ -172,7 +172,7 @@ _PLAIN_KEY = re.compile(r"^[A-Za-z0-9_.~/-]+$")
 
 def _key_text(name: str) -> str:
     """A key as it appears in a message: bare when plain, quoted (escaped) otherwise."""
-    return name if _PLAIN_KEY.match(name) else repr(name)
+    return name if _PLAIN_KEY.fullmatch(name) else repr(name)
 
 
 def _suggest(name: str, allowed: tuple[str, ...]) -> str:
@@ -266,7 +266,7 @@ def _base(r: _Reader, node: yaml.Node) -> BaseRef | None:
 def _base_ref(r: _Reader, node: yaml.Node, key: str) -> str:
     value = r.string(node, key).strip()
     is_path = value.startswith(("./", "../", "/", "~/"))
-    if not is_path and not _BASE_NAME.match(value):
+    if not is_path and not _BASE_NAME.fullmatch(value):
         raise r.fail(
             node, key, f"{value!r} is neither a base name nor a ./, ../ or / path to a file"
         )
@@ -302,9 +302,9 @@ def _fs(r: _Reader, node: yaml.Node, source: str) -> tuple[FsRule, ...]:
 
 def _domain(r: _Reader, node: yaml.Node, key: str) -> str:
     value = r.string(node, key).strip()
-    if value == "*" or _IPV6.match(value):
+    if value == "*" or _IPV6.fullmatch(value):
         return value
-    if not _DOMAIN.match(value) or (
+    if not _DOMAIN.fullmatch(value) or (
         ":" in value and not 1 <= int(value.rsplit(":", 1)[1]) <= 65535
     ):
         raise r.fail(node, key, f"not a domain: {value!r} (expected host.name, *.host.name or '*')")
@@ -374,7 +374,7 @@ def _env(r: _Reader, node: yaml.Node) -> EnvConfig:
     names = []
     for index, item in enumerate(r.sequence(node, "env")):
         name = r.string(item, f"env[{index}]").strip()
-        if name != "*" and not _ENV_NAME.match(name):
+        if name != "*" and not _ENV_NAME.fullmatch(name):
             raise r.fail(item, f"env[{index}]", f"not a variable name: {name!r}")
         names.append(name)
     if "*" in names:

@@ -14,12 +14,14 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_check():
-    result = _run("ruff", "check", "egg_core", "plugins", "tests", "bench", "examples")
+    result = _run(
+        "ruff", "check", "--no-cache", "egg_core", "plugins", "tests", "bench", "examples"
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_ruff_format():
-    result = _run("ruff", "format", "--check", "egg_core", "plugins")
+    result = _run("ruff", "format", "--no-cache", "--check", "egg_core", "plugins")
     assert result.returncode == 0, result.stdout + result.stderr
 
 

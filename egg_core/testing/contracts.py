@@ -59,7 +59,7 @@ class AgentProfileContract(_PluginContract):
 
     def test_agent_names_are_simple(self, profiles: list[AgentProfile]) -> None:
         for profile in profiles:
-            assert _NAME.match(profile.name), f"bad agent name {profile.name!r}"
+            assert _NAME.fullmatch(profile.name), f"bad agent name {profile.name!r}"
             assert profile.description.strip(), f"{profile.name}: empty description"
 
     def test_every_hole_has_a_reason(self, profiles: list[AgentProfile]) -> None:
@@ -79,7 +79,7 @@ class AgentProfileContract(_PluginContract):
     def test_domains_are_bare_hostnames(self, profiles: list[AgentProfile]) -> None:
         for p in profiles:
             for grant in p.domains:
-                assert _HOST.match(grant.value), (
+                assert _HOST.fullmatch(grant.value), (
                     f"{p.name}: domain {grant.value!r} must be a lower-case host name "
                     "(optionally '*.'-prefixed), without scheme, port or path"
                 )
@@ -91,7 +91,7 @@ class AgentProfileContract(_PluginContract):
             names = [g.value for g in p.env_vars] + [d.name for d in p.set_env]
             names += [e.name for e in p.platform_env] + list(p.provider_url_vars)
             for name in names:
-                assert _ENV_NAME.match(name), f"{p.name}: bad variable name {name!r}"
+                assert _ENV_NAME.fullmatch(name), f"{p.name}: bad variable name {name!r}"
                 assert name not in SESSION_MARKERS, (
                     f"{p.name}: {name} identifies a parent agent session and must not be passed"
                 )
@@ -164,7 +164,7 @@ class PlatformContract(_PluginContract):
 
     def test_name_and_description(self, platforms: list[Platform]) -> None:
         for platform in platforms:
-            assert _NAME.match(platform.name), f"bad platform name {platform.name!r}"
+            assert _NAME.fullmatch(platform.name), f"bad platform name {platform.name!r}"
             assert platform.description.strip(), f"{platform.name}: empty description"
 
     def test_capabilities_are_known(self, platforms: list[Platform]) -> None:

@@ -147,7 +147,10 @@ class LinuxNamespaces(Platform):
         argv = ["env", "--default-signal=INT,QUIT", "--", *launch.argv]
         if not listens:
             return argv
-        return [sys.executable, "-I", "-S", str(BRIDGE), *listens, "--", *argv]
+        # The bridge is copied next to the sockets (prepare) and runs with the interpreter's real
+        # path: egg may be installed where the sandbox cannot see it (a checkout under /tmp).
+        python = os.path.realpath(sys.executable)
+        return [python, "-I", "-S", f"{bw.NET_DIR_INSIDE}/bridge.py", *listens, "--", *argv]
 
     def _prefix(self, policy: EffectivePolicy) -> list[str]:
         limits = []
@@ -351,6 +354,7 @@ class LinuxNamespaces(Platform):
             net_dir = Path(tempfile.mkdtemp(prefix="egg-net-"))
             prepared.add_cleanup(lambda: shutil.rmtree(net_dir, ignore_errors=True))
         net_dir.mkdir(mode=0o700, exist_ok=True)
+        shutil.copyfile(BRIDGE, net_dir / "bridge.py")
         proxy_sock = None
         port_sockets: dict[int, Path] = {}
         for port, name in sockets.items():

@@ -13,11 +13,11 @@ import importlib
 from pathlib import Path
 
 import attrs
-from egg_plugins.platforms.seatbelt.profile import ProfileRequest, build_profile
 
 from egg_core.config import default_config, merge_configs
 from egg_core.config_yaml import load_config_string
 from egg_core.policy import EffectivePolicy, FsEntry, protected_paths, resolve_policy
+from egg_plugins.platforms.seatbelt.profile import ProfileRequest, build_profile
 
 HOME = Path("/Users/dev")
 CWD = HOME / "proj"

@@ -19,12 +19,12 @@ from pathlib import Path
 
 import attrs
 import pytest
-from egg_plugins.platforms import macos_seatbelt as mod
-from egg_plugins.platforms.macos_seatbelt import MacSeatbelt
 
 from egg_core import sandbox as caps
 from egg_core.errors import EnforcementError
 from egg_core.sandbox import Launch
+from egg_plugins.platforms import macos_seatbelt as mod
+from egg_plugins.platforms.macos_seatbelt import MacSeatbelt
 from tests.platforms.sbpl_check import check_profile, strings
 from tests.platforms.seatbelt_cases import case, policy_for
 

@@ -7,6 +7,8 @@ import sys
 
 import attrs
 import pytest
+
+from egg_core.policy import FsEntry
 from egg_plugins.platforms.seatbelt import sbpl
 from egg_plugins.platforms.seatbelt.paths import ancestors, host_resolve, lexical_resolve, spellings
 from egg_plugins.platforms.seatbelt.profile import (
@@ -15,8 +17,6 @@ from egg_plugins.platforms.seatbelt.profile import (
     build_profile,
     uses_proxy,
 )
-
-from egg_core.policy import FsEntry
 from tests.platforms.sbpl_check import (
     ParseError,
     Str,

@@ -14,12 +14,12 @@ import os
 import re
 
 import attrs
-from egg_plugins.platforms.seatbelt import sbpl
-from egg_plugins.platforms.seatbelt.profile import ProfileRequest, build_profile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from egg_core.policy import FsEntry
+from egg_plugins.platforms.seatbelt import sbpl
+from egg_plugins.platforms.seatbelt.profile import ProfileRequest, build_profile
 from tests.platforms.sbpl_check import Str, check_profile, filters_of, parse, shape, strings
 from tests.platforms.seatbelt_cases import case, policy_for
 

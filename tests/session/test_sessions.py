@@ -581,3 +581,12 @@ def test_workspace_hook_files_written_in_a_session_do_not_outlive_it(env, projec
     assert (project / ".envrc").read_text() == "export SAFE=1\n"
     assert not (project / ".mcp.json").exists()
     assert "restored" in output and ".envrc" in output
+
+
+def test_trace_records_the_sandboxed_commands_syscalls_from_outside(env, project):
+    result = egg(env, "run", "--detach", "--trace", "--", "sh", "-c", "echo traced", cwd=project)
+    session = result.stdout.strip()
+    wait_exited(env, session)
+    trace = (session_dir(env, session) / "trace.log").read_text()
+    assert 'execve("/usr/bin/bwrap"' in trace or "bwrap" in trace
+    assert 'execve("/bin/sh"' in trace or '"sh", "-c", "echo traced"' in trace
