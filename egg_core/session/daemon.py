@@ -40,6 +40,7 @@ LOW_WATER = 256 * 1024  # ... and is repainted once it has drained to here
 DROP_AFTER = 30.0  # seconds a client may stay behind before it is dropped
 AUTH_TIMEOUT = 5.0
 KILL_GRACE = 5.0
+MAX_PENDING_INPUT = 1 << 20
 READ_SIZE = 1 << 16
 BATCH_SIZE = 1 << 18
 OUTPUT_CHUNK = 1 << 19
@@ -95,6 +96,8 @@ class Daemon:
         self.prepared: Any = None
         self.child_pid: int | None = None
         self.done = asyncio.Event()
+        self.pending_input = bytearray()
+        self.writer_armed = False
         self.first_attach = asyncio.Event()
         self.browser_offset = 0
         self.pm: Any = None
@@ -562,16 +565,33 @@ class Daemon:
         raise p.ProtocolError(f"unexpected frame {kind}")
 
     def write_input(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
+        """Queue input for the program; what the PTY does not take now is written when it can
+        (a program that is not reading must not freeze the daemon). Input beyond
+        MAX_PENDING_INPUT waiting for the program is dropped."""
+        room = MAX_PENDING_INPUT - len(self.pending_input)
+        if len(data) > room:
+            log(self.paths, f"input dropped: the program is not reading ({len(data) - room} bytes)")
+            data = data[: max(room, 0)]
+        self.pending_input += data
+        self.flush_input()
+
+    def flush_input(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self.pending_input:
             try:
-                written = os.write(self.proc.fd, view)
+                written = os.write(self.proc.fd, self.pending_input[:65536])
             except BlockingIOError:
-                time.sleep(0.001)
-                continue
-            except OSError:
+                if not self.writer_armed:
+                    self.writer_armed = True
+                    loop.add_writer(self.proc.fd, self.flush_input)
                 return
-            view = view[written:]
+            except OSError:
+                self.pending_input.clear()
+                break
+            del self.pending_input[:written]
+        if self.writer_armed:
+            self.writer_armed = False
+            loop.remove_writer(self.proc.fd)
 
     # -- ending --------------------------------------------------------------------------------
 

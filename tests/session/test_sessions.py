@@ -590,3 +590,17 @@ def test_trace_records_the_sandboxed_commands_syscalls_from_outside(env, project
     trace = (session_dir(env, session) / "trace.log").read_text()
     assert 'execve("/usr/bin/bwrap"' in trace or "bwrap" in trace
     assert 'execve("/bin/sh"' in trace or '"sh", "-c", "echo traced"' in trace
+
+
+def test_a_program_that_does_not_read_its_input_does_not_freeze_the_daemon(env, project):
+    session = start(env, project, "sleep", "600")
+    try:
+        token = (session_dir(env, session) / "egg.token").read_bytes().strip()
+        sock = _raw_connect(env, session)
+        sock.sendall(p.encode(p.AUTH, token) + p.encode(p.ATTACH, p.pack_attach(False, 24, 80)))
+        for _ in range(40):  # 2.5 MiB of typing nobody reads: more than the PTY and the queue
+            sock.sendall(p.encode(p.INPUT, b"x" * 65000))
+        assert status(env, project, session)["state"] == "running"
+        sock.close()
+    finally:
+        kill(env, project, session)
