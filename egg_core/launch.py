@@ -27,6 +27,7 @@ from egg_core.policy import (
     resolve_policy,
 )
 from egg_core.profiles import AgentProfile, unknown_agent_profile
+from egg_core.sandbox import Launch
 from egg_core.selection import Selection, select_platform
 
 DEFAULT_AGENT = "shell"
@@ -45,6 +46,29 @@ class Plan:
     egg_home: Path
     #: why the requested platform could not run this (only with ``allow_unavailable``)
     platform_problem: str | None = None
+
+    def launch(
+        self,
+        *,
+        work_dir: Path,
+        tty: bool,
+        network_log: Path | None = None,
+        shared_dir: Path | None = None,
+        extra_env: Mapping[str, str] | None = None,
+    ) -> Launch:
+        """What the platform gets to start this plan (explain previews it, exec and the session
+        daemon prepare it)."""
+        return Launch(
+            policy=self.policy,
+            argv=self.argv,
+            env={**self.env, **(extra_env or {})},
+            cwd=self.cwd,
+            work_dir=work_dir,
+            egg_home=self.egg_home,
+            tty=tty,
+            network_log=network_log,
+            shared_dir=shared_dir,
+        )
 
 
 def default_shell(config_shell: str | None, environ: Mapping[str, str]) -> str:

@@ -3,44 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable
 
 from egg_core.cli.registry import Command
-
-
-def _config_args(p: argparse.ArgumentParser) -> None:
-    from egg_core.cli.config_cmd import configure
-
-    configure(p)
 
 
 def _plugins_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON list of objects")
 
 
-def _exec_args(p: argparse.ArgumentParser) -> None:
-    from egg_core.cli.exec_cmd import configure
+def _configure(
+    module: str, function: str = "configure"
+) -> Callable[[argparse.ArgumentParser], None]:
+    """A command's argument set-up, importing its module only when that command is parsed."""
 
-    configure(p)
-
-
-def _explain_args(p: argparse.ArgumentParser) -> None:
-    from egg_core.cli.explain_cmd import configure
-
-    configure(p)
-
-
-def _doctor_args(p: argparse.ArgumentParser) -> None:
-    from egg_core.cli.doctor_cmd import configure
-
-    configure(p)
-
-
-def _session_args(name: str) -> Callable[[argparse.ArgumentParser], None]:
     def configure(p: argparse.ArgumentParser) -> None:
-        from egg_core.cli import session_cmds
-
-        getattr(session_cmds, f"configure_{name}")(p)
+        getattr(importlib.import_module(module), function)(p)
 
     return configure
 
@@ -56,62 +35,62 @@ def builtin_commands() -> list[Command]:
         Command(
             name="config",
             help="show, validate or create egg.yaml",
-            configure=_config_args,
+            configure=_configure("egg_core.cli.config_cmd"),
             run="egg_core.cli.config_cmd:run",
         ),
         Command(
             name="explain",
             help="show the effective policy, every hole with its reason, and the command",
-            configure=_explain_args,
+            configure=_configure("egg_core.cli.explain_cmd"),
             run="egg_core.cli.explain_cmd:run",
         ),
         Command(
             name="exec",
             help="run one command in the sandbox and return its exit code",
-            configure=_exec_args,
+            configure=_configure("egg_core.cli.exec_cmd"),
             run="egg_core.cli.exec_cmd:run",
             usage_exit_code=125,
         ),
         Command(
             name="run",
             help="start an agent (or -- CMD) in a sandboxed session and attach to it",
-            configure=_session_args("run"),
+            configure=_configure("egg_core.cli.session_cmds", "configure_run"),
             run="egg_core.cli.session_cmds:run_session",
         ),
         Command(
             name="attach",
             help="attach this terminal to a running session",
-            configure=_session_args("attach"),
+            configure=_configure("egg_core.cli.session_cmds", "configure_attach"),
             run="egg_core.cli.session_cmds:attach_session",
         ),
         Command(
             name="ls",
             help="list sessions",
-            configure=_session_args("ls"),
+            configure=_configure("egg_core.cli.session_cmds", "configure_ls"),
             run="egg_core.cli.session_cmds:list_sessions_cmd",
         ),
         Command(
             name="status",
             help="show a session's state (--screen: its current screen)",
-            configure=_session_args("status"),
+            configure=_configure("egg_core.cli.session_cmds", "configure_status"),
             run="egg_core.cli.session_cmds:status_session",
         ),
         Command(
             name="kill",
             help="end a session (SIGTERM, then SIGKILL)",
-            configure=_session_args("kill"),
+            configure=_configure("egg_core.cli.session_cmds", "configure_kill"),
             run="egg_core.cli.session_cmds:kill_session",
         ),
         Command(
             name="replay",
             help="play back a session's audit log",
-            configure=_session_args("replay"),
+            configure=_configure("egg_core.cli.session_cmds", "configure_replay"),
             run="egg_core.cli.session_cmds:replay_session",
         ),
         Command(
             name="doctor",
             help="what this host can enforce, per platform, and how to fix what it cannot",
-            configure=_doctor_args,
+            configure=_configure("egg_core.cli.doctor_cmd"),
             run="egg_core.cli.doctor_cmd:run",
         ),
     ]

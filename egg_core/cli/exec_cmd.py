@@ -53,7 +53,6 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
 def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
     from egg_core.launch import find_command, plan_launch
     from egg_core.runner import run_foreground
-    from egg_core.sandbox import Launch
 
     cwd = Path(os.getcwd())
     plan = plan_launch(
@@ -81,13 +80,8 @@ def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
     run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     work_dir = Path(tempfile.mkdtemp(prefix="exec-", dir=run_dir))
     try:
-        launch = Launch(
-            policy=plan.policy,
-            argv=plan.argv,
-            env=plan.env,
-            cwd=cwd,
+        launch = plan.launch(
             work_dir=work_dir,
-            egg_home=plan.egg_home,
             tty=ns.tty,
             network_log=Path(ns.network_log).absolute() if ns.network_log else None,
         )

@@ -45,7 +45,6 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
 
 def explain_data(ns: argparse.Namespace, ctx: Context) -> dict[str, Any]:
     from egg_core.launch import plan_launch
-    from egg_core.sandbox import Launch
 
     cwd = Path(os.getcwd())
     plan = plan_launch(
@@ -59,15 +58,7 @@ def explain_data(ns: argparse.Namespace, ctx: Context) -> dict[str, Any]:
         allow_unavailable=True,
     )
     platform = plan.selection.platform
-    launch = Launch(
-        policy=plan.policy,
-        argv=plan.argv,
-        env=plan.env,
-        cwd=cwd,
-        work_dir=PLACEHOLDER_WORK_DIR,
-        egg_home=plan.egg_home,
-        tty=True,
-    )
+    launch = plan.launch(work_dir=PLACEHOLDER_WORK_DIR, tty=True)
     policy = plan.policy
     extra = platform.describe(launch)
     env_names = sorted({*plan.env, *extra.pop("env_added", [])})

@@ -109,7 +109,6 @@ class Daemon:
         """Resolve, snapshot, prepare and spawn. Raises EggError for anything a user can fix."""
         from egg_core.launch import plan_launch
         from egg_core.plugins import get_plugin_manager
-        from egg_core.sandbox import Launch
         from egg_core.session import snapshot
         from egg_core.session.info import SessionInfo
 
@@ -131,16 +130,12 @@ class Daemon:
         settings = settings_files(plan)
         snapshot.take(self.paths, settings)
         self.paths.shared.mkdir(mode=0o700, exist_ok=True)
-        launch = Launch(
-            policy=plan.policy,
-            argv=plan.argv,
-            env={**plan.env, **self.browser_env(plan)},
-            cwd=Path(spec.cwd),
+        launch = plan.launch(
             work_dir=self.paths.directory,
-            egg_home=plan.egg_home,
             tty=True,
             network_log=self.paths.network_log,
             shared_dir=self.paths.shared,
+            extra_env=self.browser_env(plan),
         )
         platform = plan.selection.platform
         self.prepared = platform.prepare(launch)
