@@ -11,6 +11,11 @@
    - egg: ``egg run --detach --rows 50 --cols 200 -- sh -c 'read x; cat FILE'`` and an
      ``egg attach ID`` client in a PTY drained the same way.
 
+   - relay (when util-linux ``script`` is installed): ``script -q -E never /dev/null -c ...`` in
+     a PTY drained the same way. A C program that only copies between the command's PTY and its
+     own terminal: the ceiling of any design with a relay between the two, egg's and tmux's
+     included (the raw baseline has one PTY, every relay two).
+
    The producer starts when a key is typed into the client's PTY (into the PTY itself for raw);
    the clock stops when the client's PTY reaches end of file (the session ended and the client
    exited). MiB/s is the file's size over that time. Targets: egg at least 0.8x raw and 2x tmux.
@@ -310,6 +315,31 @@ class Bench:
             raise RuntimeError("raw cat failed")
         return elapsed, got
 
+    def relay_run(self, path: Path) -> tuple[float, int]:
+        """util-linux ``script``: a C program that only copies between the command's PTY and its
+        own terminal. No ring, no socket, no second process: the ceiling of any design that puts
+        a relay between the program's PTY and the user's terminal."""
+        proc = self.spawn(
+            [
+                "script",
+                "-q",
+                "-E",
+                "never",
+                "/dev/null",
+                "-c",
+                f"read x; cat {shlex.quote(str(path))}",
+            ]
+        )
+        time.sleep(0.3)  # let script start and sh reach its read
+        with alarm(DRAIN_TIMEOUT):
+            start = time.perf_counter()
+            os.write(proc.fd, b"\r")
+            got = drain(proc.fd)
+            elapsed = time.perf_counter() - start
+        if self.reap(proc) != 0:
+            raise RuntimeError("script (the C relay) failed")
+        return elapsed, got
+
     def tmux_run(self, path: Path) -> tuple[float, int]:
         server = f"{self.tag}-run"
         script = shlex.join(["sh", "-c", f"read x; cat {shlex.quote(str(path))}"])
@@ -470,6 +500,8 @@ def run(bench: Bench, size: int, runs: int, attaches: int) -> str:
 
     # 1. throughput, interleaved
     ways = {"raw": bench.raw, "tmux": bench.tmux_run, "egg": bench.egg_run_attached}
+    if has_script_relay():
+        ways["relay"] = bench.relay_run
     samples: dict[tuple[str, str], list[tuple[float, int]]] = {}
     bench.raw(files["tui"])  # warm up
     for i in range(runs):
@@ -478,7 +510,7 @@ def run(bench: Bench, size: int, runs: int, attaches: int) -> str:
                 sample = fn(files[kind])
                 samples.setdefault((kind, way), []).append(sample)
                 rate = sizes[kind] / MiB / sample[0]
-                print(f"run {i + 1}/{runs} {kind:5} {way:4} {rate:8.1f} MiB/s", file=sys.stderr)
+                print(f"run {i + 1}/{runs} {kind:5} {way:5} {rate:8.1f} MiB/s", file=sys.stderr)
 
     # 2. reattach and 3. memory
     print("reattach and memory: filling sessions", file=sys.stderr)
@@ -507,6 +539,14 @@ def run(bench: Bench, size: int, runs: int, attaches: int) -> str:
     return report(size, runs, attaches, sizes, samples, reattach, memory, load)
 
 
+def has_script_relay() -> bool:
+    """util-linux script with -E (2.35+); BSD/macOS script has other options."""
+    if shutil.which("script") is None:
+        return False
+    result = subprocess.run(["script", "--help"], capture_output=True, text=True)
+    return "--echo" in result.stdout
+
+
 def verdict(ok: bool) -> str:
     return "yes" if ok else "**no**"
 
@@ -524,7 +564,9 @@ def report(
     rows, delivered, skipped = [], [], []
     for kind, label in (("plain", "plain text"), ("tui", "TUI output")):
         rate = {}
-        for way in ("raw", "tmux", "egg"):
+        for way in ("raw", "tmux", "egg", "relay"):
+            if (kind, way) not in samples:
+                continue
             seconds, got = median_of(samples[(kind, way)])
             rate[way] = sizes[kind] / MiB / seconds
             delivered.append(f"{label} {way} {got / MiB:.1f} MiB")
@@ -544,6 +586,12 @@ def report(
             f"| {label}: egg vs tmux | {egg:.0f} MiB/s | tmux {tmux:.0f} MiB/s | "
             f"{egg / tmux:.2f}x | ≥ 2x tmux: {verdict(egg / tmux >= 2)} |",
         ]
+        if "relay" in rate:
+            relay = rate["relay"]
+            rows.append(
+                f"| {label}: C relay through the same two PTYs (util-linux script) | "
+                f"{relay:.0f} MiB/s | raw {raw:.0f} MiB/s | {relay / raw:.2f}x | — (ceiling) |"
+            )
     for kind, label in (("tui", "4 MiB of TUI output"), ("plain", "20 MiB of plain text")):
         egg_s, egg_payload = median_of(reattach[(kind, "egg")])
         tmux_s, tmux_payload = median_of(reattach[(kind, "tmux")])
@@ -579,7 +627,9 @@ def report(
         "Runs where egg's client fell 4 MiB behind and was repainted from the ring instead of "
         "getting the whole stream (which flatters its rate): "
         + ("; ".join(skipped) if skipped else "none")
-        + ". Reattach: egg is measured from connect() to the last OUTPUT byte with an "
+        + ". The C relay row is a reference, not a competitor: it does nothing but copy between "
+        "two PTYs, so its gap to raw is what the second PTY pass alone costs on this machine. "
+        "Reattach: egg is measured from connect() to the last OUTPUT byte with an "
         "in-process read-only client (no Python start-up); tmux from spawning `tmux attach -r` "
         "to its last byte. The 4 MiB TUI session clears the screen every 100 frames, so egg "
         "repaints from the last clear. Memory: VmRSS from /proc; the tmux server keeps 2000 "

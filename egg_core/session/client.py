@@ -24,6 +24,7 @@ from egg_core.session import protocol as p
 from egg_core.session.store import SessionPaths, read_token
 
 DEFAULT_DETACH_KEY = b"\x1c"  # Ctrl-\
+RECV_SIZE = 1 << 18
 
 
 def parse_detach_key(text: str) -> bytes:
@@ -133,6 +134,8 @@ def attach(
             os.write(wake_w, b"w")
 
     old_winch = signal.signal(signal.SIGWINCH, on_winch)
+    inbox = bytearray(RECV_SIZE)
+    inbox_view = memoryview(inbox)
     result: int | None = None
     reason: str | None = None
     detached = False
@@ -163,16 +166,24 @@ def attach(
                     elif not read_only:
                         conn.send(p.INPUT, data)
                 if conn.sock in ready:
-                    data = conn.sock.recv(1 << 18)
-                    if not data:
+                    # recv_into one buffer: a fresh 256 KiB bytes object per recv() is an mmap,
+                    # page faults and an munmap each time. Payloads are copied out by the decoder.
+                    received = conn.sock.recv_into(inbox)
+                    if not received:
                         break
+                    data = inbox_view[:received]
+                    # The output of one recv() goes to the terminal in one write, however many
+                    # frames carried it: the terminal, not this loop, should be what limits.
+                    pending: list[bytes] = []
                     for frame in conn.decoder.feed(data):
                         if frame.type == p.OUTPUT:
-                            _write_all(out_fd, frame.payload)
+                            pending.append(frame.payload)
                         elif frame.type == p.EXIT:
                             result, reason = p.unpack_exit(frame.payload)
                         elif frame.type == p.NOTICE:
-                            _write_all(out_fd, b"\r\n[egg] " + frame.payload + b"\r\n")
+                            pending.append(b"\r\n[egg] " + frame.payload + b"\r\n")
+                    if pending:
+                        _write_all(out_fd, pending[0] if len(pending) == 1 else b"".join(pending))
     finally:
         signal.signal(signal.SIGWINCH, old_winch)
         os.close(wake_r)

@@ -41,7 +41,8 @@ DROP_AFTER = 30.0  # seconds a client may stay behind before it is dropped
 AUTH_TIMEOUT = 5.0
 KILL_GRACE = 5.0
 MAX_PENDING_INPUT = 1 << 20
-READ_SIZE = 1 << 16
+# A Linux PTY read returns at most 4 KiB; asking for 64 KiB allocates (and shrinks) that much.
+READ_SIZE = 1 << 14
 BATCH_SIZE = 1 << 18
 OUTPUT_CHUNK = 1 << 19
 SCREEN_MAX_BYTES = 1 << 20  # egg status --screen renders at most this much with pyte
