@@ -12,9 +12,9 @@ Correctness rests on two things:
 - the **facts**: every filesystem observation the full path's decision depended on — config files'
   contents, egg's and the plugins' module files, what each path in the policy resolves to (the
   identity of the path and of each of its ancestors), the contents of directories that were
-  scanned (for sockets, for prefix siblings), the binaries found on PATH and the directories
-  searched before them. All are re-checked before a cached launch runs; any difference falls back
-  to the full path, which stores a fresh entry.
+  scanned (for sockets, for prefix siblings), the kernel's table of bound unix sockets, the
+  binaries found on PATH and the directories searched before them. All are re-checked before a
+  cached launch runs; any difference falls back to the full path, which stores a fresh entry.
 
 Only launches with no helpers are cached (no network proxy, no cgroups): the cached recipe is an
 argv, an environment recipe (names to copy from the current environment, and constant defaults —
@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # importing typing costs milliseconds that this module exists
 
     Fact = tuple[Any, ...]
 
-FORMAT = 4
+FORMAT = 5  # 5: facts include the bound-socket table
 CACHE_ENV = "EGG_EXEC_CACHE"
 KEEP = 64
 #: cached launches are run only by egg's own platform code
@@ -164,6 +164,12 @@ def listing_facts(paths: Iterable[str]) -> list[Fact]:
     return [("l", path, listing(path)) for path in dict.fromkeys(paths)]
 
 
+def bound_sockets_fact(excluded: tuple[str, ...], paths: tuple[str, ...] | None) -> Fact:
+    """The kernel's table of bound unix sockets, outside ``excluded``, as a launch saw it: a
+    socket bound since (however deep) may need a mask the cached launch does not have."""
+    return ("u", excluded, paths)
+
+
 def which_facts(name: str, search_path: str) -> list[Fact]:
     """What finding ``name`` on ``search_path`` depended on: each candidate until the hit."""
     if "/" in name:
@@ -186,6 +192,11 @@ def stale_fact(facts: Iterable[Fact]) -> Fact | None:
         kind, path, expected = fact
         if kind == "l":
             if not listing_matches(path, expected):
+                return fact
+        elif kind == "u":
+            from egg_core import unix_sockets
+
+            if unix_sockets.relevant(path) != expected:
                 return fact
         elif (identity if kind == "i" else contents)(path) != expected:
             return fact

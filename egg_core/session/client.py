@@ -171,11 +171,10 @@ def attach(
                     received = conn.sock.recv_into(inbox)
                     if not received:
                         break
-                    data = inbox_view[:received]
                     # The output of one recv() goes to the terminal in one write, however many
                     # frames carried it: the terminal, not this loop, should be what limits.
                     pending: list[bytes] = []
-                    for frame in conn.decoder.feed(data):
+                    for frame in conn.decoder.feed(inbox_view[:received]):
                         if frame.type == p.OUTPUT:
                             pending.append(frame.payload)
                         elif frame.type == p.EXIT:

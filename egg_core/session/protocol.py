@@ -74,10 +74,10 @@ class Decoder:
         self.max_frame = max_frame
         self._buffer = bytearray()
 
-    def feed(self, data: bytes) -> list[Frame]:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Frame]:
         # Parse straight from ``data`` when nothing is pending (the usual case for large reads):
         # each payload is then copied once, not twice.
-        buffer: bytes | bytearray
+        buffer: bytes | bytearray | memoryview
         if self._buffer:
             self._buffer += data
             buffer = self._buffer

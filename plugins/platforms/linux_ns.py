@@ -245,7 +245,8 @@ class LinuxNamespaces(Platform):
         )
         placeholders = bw.placeholder_paths(policy)
         visited: list[str] = []
-        args = bw.build_args(policy, request, bwrap, visited)
+        bound: list[bw.BoundRecord] = []
+        args = bw.build_args(policy, request, bwrap, visited, bound)
         prepared.add_cleanup(lambda: bw.remove_placeholders(placeholders))
         prefix = self._prefix(policy)
         uses_cgroups = policy.memory_bytes is not None or policy.max_pids is not None
@@ -283,7 +284,7 @@ class LinuxNamespaces(Platform):
         prepared.set_child_pid_reader(status.child_pid)
         if not sockets and not uses_cgroups:
             self._offer_recipe(
-                launch, prepared, bwrap, seccomp_fd, status_write, placeholders, visited
+                launch, prepared, bwrap, seccomp_fd, status_write, placeholders, visited, bound
             )
 
     def _offer_recipe(
@@ -295,6 +296,7 @@ class LinuxNamespaces(Platform):
         status_fd: int,
         placeholders: list[str],
         visited: list[str],
+        bound: list[bw.BoundRecord],
     ) -> None:
         """Describe this launch for egg exec's cache, with every fact the decision rested on."""
         from egg_core import execcache as ec
@@ -314,11 +316,14 @@ class LinuxNamespaces(Platform):
         touched = [e.path for e in (*policy.fs, *policy.protected)]
         touched += [policy.cwd, policy.home, "/etc/resolv.conf", *placeholders]
         touched += [a for a in argv if a.startswith("/")]
+        for _, paths in bound:
+            touched += paths or ()  # each bound socket's path: still a socket, still there
         # where each path leads now: a dangling symlink whose target appears changes the launch
         touched += [os.path.realpath(path) for path in touched]
         prefix_parents = [os.path.dirname(e.path) for e in policy.fs if e.mode == "rw-prefix"]
         facts = ec.path_facts(touched)
         facts += ec.listing_facts([*visited, *prefix_parents])
+        facts += [ec.bound_sockets_fact(excluded, paths) for excluded, paths in bound]
         facts += ec.which_facts(os.path.basename(bwrap), search_path)
         facts += ec.content_facts([str(seccomp_file), bwrap])
         if os.path.basename(argv[0]) == "prlimit":

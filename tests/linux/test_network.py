@@ -404,6 +404,103 @@ def test_host_socket_in_home_is_unreachable(box: Box, listen: Listen) -> None:
     assert server.received_nothing()
 
 
+@pytest.mark.parametrize(
+    "relative",
+    [
+        ".colima/default/docker.sock",
+        ".lima/default/sock/agent.sock",
+        ".local/share/app/run/a/b/ipc.sock",
+        ".docker/desktop/docker.sock",  # ~/.docker is denied anyway (registry credentials)
+    ],
+)
+def test_host_socket_deep_in_home_is_unreachable(box: Box, listen: Listen, relative: str) -> None:
+    # container engines' sockets three or four levels down: below what directory scans reach
+    path = box.home / relative
+    server = unix_listener(box, listen, path)
+
+    found = box.probe(f"report(connect=attempt(connect, socket.AF_UNIX, {str(path)!r}))")
+
+    assert found["connect"] != "ok"
+    assert server.received_nothing()
+
+
+def test_host_socket_deep_in_the_workspace_is_unreachable(box: Box, listen: Listen) -> None:
+    path = box.workspace / "services" / "db" / "run" / "deep" / "postgres.sock"
+    server = unix_listener(box, listen, path)
+
+    found = box.probe(f"report(connect=attempt(connect, socket.AF_UNIX, {str(path)!r}))")
+
+    assert found["connect"] != "ok"
+    assert server.received_nothing()
+
+
+def test_host_socket_outside_home_and_workspace_is_unreachable(box: Box, listen: Listen) -> None:
+    # the read-only root shows the whole host; the socket is in no directory any rule names
+    path = box.root / "srv" / "engine" / "api.sock"
+    server = unix_listener(box, listen, path)
+
+    found = box.probe(f"report(connect=attempt(connect, socket.AF_UNIX, {str(path)!r}))")
+
+    assert found["connect"] != "ok"
+    assert server.received_nothing()
+
+
+def test_host_datagram_socket_deep_in_home_is_unreachable(box: Box, listen: Listen) -> None:
+    path = box.home / ".local" / "state" / "logger" / "log.sock"
+    box.mkdir(path.parent)
+    server = listen(socket.AF_UNIX, str(path), kind=socket.SOCK_DGRAM)
+    os.chmod(path, 0o777)
+
+    found = box.probe(
+        "s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+        f"report(send=attempt(s.sendto, b'from the sandbox', {str(path)!r}))"
+    )
+
+    assert found["send"] != "ok"
+    assert server.received_nothing()
+
+
+def test_host_socket_through_a_bound_symlinked_path_is_unreachable(
+    box: Box, listen: Listen
+) -> None:
+    # bound as .../link/ipc.sock where link -> real: the mask goes on the resolved path
+    real = box.root / "real-sockets" / "a" / "b"
+    box.mkdir(real)
+    link = box.home / ".cache" / "tool" / "link"
+    box.mkdir(link.parent)
+    link.symlink_to(real)
+    server = listen(socket.AF_UNIX, str(link / "ipc.sock"))
+    os.chmod(real / "ipc.sock", 0o777)
+
+    found = box.probe(
+        f"report(via_link=attempt(connect, socket.AF_UNIX, {str(link / 'ipc.sock')!r}),"
+        f" direct=attempt(connect, socket.AF_UNIX, {str(real / 'ipc.sock')!r}))"
+    )
+
+    assert found["via_link"] != "ok"
+    assert found["direct"] != "ok"
+    assert server.received_nothing()
+
+
+def test_jail_mode_masks_deep_sockets_it_exposes_and_starts_with_hidden_ones(
+    box: Box, listen: Listen
+) -> None:
+    exposed = box.workspace / "a" / "b" / "c" / "exposed.sock"
+    hidden = box.root / "elsewhere" / "x" / "y" / "hidden.sock"
+    servers = [unix_listener(box, listen, exposed), unix_listener(box, listen, hidden)]
+    box.config({"fs": ["deny:/", "rw:./"]})
+
+    found = box.probe(
+        f"report(exposed=attempt(connect, socket.AF_UNIX, {str(exposed)!r}),"
+        f" hidden=attempt(connect, socket.AF_UNIX, {str(hidden)!r}))"
+    )
+
+    assert found["exposed"] != "ok"
+    assert found["hidden"] == "ENOENT"
+    assert all(server.received_nothing() for server in servers)
+    assert not (box.root / "elsewhere" / "x" / "y" / "hidden.sock").is_file()
+
+
 @pytest.fixture(params=["/run/docker.sock", "/var/lib/incus/unix.socket"])
 def engine_socket(request: pytest.FixtureRequest, listen: Listen) -> Iterator[Listener | Path]:
     """A container-engine control socket: the host's real one, or a stand-in listener."""

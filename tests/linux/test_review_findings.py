@@ -136,3 +136,27 @@ def test_an_exec_cache_entry_goes_stale_when_a_file_becomes_a_socket(box: Box) -
     finally:
         server.close()
         Path(target).unlink(missing_ok=True)
+
+
+def test_an_exec_cache_entry_goes_stale_when_a_deep_socket_is_bound(box: Box) -> None:
+    path = box.home / ".local" / "share" / "engine" / "sub" / "api.sock"
+    box.mkdir(path.parent)
+    probe = (
+        "import socket\ns=socket.socket(socket.AF_UNIX)\n"
+        f"try:\n s.connect({str(path)!r}); print('CONNECTED')\n"
+        "except OSError as e: print('refused', e)\n"
+    )
+    env = {"EGG_EXEC_CACHE": "1"}
+    box.py(probe, env=env)
+    box.py(probe, env=env)  # now from the cache
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    os.chmod(path, 0o777)
+    server.listen()
+    try:
+        result = box.py(probe, env=env)
+        assert "CONNECTED" not in result.stdout
+        assert "refused" in result.stdout
+    finally:
+        server.close()
+        path.unlink(missing_ok=True)

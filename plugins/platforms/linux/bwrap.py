@@ -24,6 +24,7 @@ from pathlib import Path
 
 import attrs
 
+from egg_core import unix_sockets
 from egg_core.policy import NEED_FULL, EffectivePolicy, FsEntry
 
 from .fastrun import remove_placeholders
@@ -37,6 +38,11 @@ SANDBOX_HOSTNAME = "egg"
 NET_DIR_INSIDE = "/run/egg-net"
 #: where the session's shared directory (the browser-open outbox) appears inside
 SHARED_DIR_INSIDE = "/run/egg-session"
+#: host trees no sandbox sees: replaced by a tmpfs, or by its own /proc and /dev
+REPLACED_ROOTS = ("/tmp", "/var/tmp", "/run", "/proc", "/dev")
+
+#: what the bound-socket masks of one launch rested on: (excluded roots, relevant socket paths)
+BoundRecord = tuple[tuple[str, ...], tuple[str, ...] | None]
 
 
 @attrs.frozen
@@ -75,11 +81,12 @@ def build_args(
     request: BwrapRequest,
     bwrap: str = "bwrap",
     visited: list[str] | None = None,
+    bound: list[BoundRecord] | None = None,
 ) -> list[str]:
     """The full ``bwrap ... -- argv`` command line for ``policy``.
 
     ``visited`` collects every directory whose listing the decision depended on (socket scans),
-    for the exec cache's facts.
+    and ``bound`` what the kernel's socket table said, for the exec cache's facts.
     """
     args = [
         bwrap,
@@ -146,6 +153,7 @@ def build_args(
         args += ["--ro-bind", request.net_dir, NET_DIR_INSIDE]
     if request.shared_dir:
         args += ["--bind", request.shared_dir, SHARED_DIR_INSIDE]
+    args += bound_socket_masks(policy, request, args, bound)
     for path in remount:
         args += ["--remount-ro", path]
     args += ["--chdir", policy.cwd]
@@ -367,6 +375,58 @@ def _entry_args(
     return ["--ro-bind", empty_file, real]
 
 
+def hidden_roots(policy: EffectivePolicy) -> tuple[str, ...]:
+    """Host trees the sandbox cannot see: the replaced ones, and every denied directory."""
+    roots = list(REPLACED_ROOTS)
+    for entry in (*policy.fs, *policy.protected):
+        if entry.mode == "deny" and entry.path != "/":
+            fact = probe(entry.path)
+            if fact.kind == "dir":
+                roots.append(fact.real)
+    return tuple(dict.fromkeys(roots))
+
+
+def bound_socket_masks(
+    policy: EffectivePolicy,
+    request: BwrapRequest,
+    args: Sequence[str],
+    bound: list[BoundRecord] | None = None,
+) -> list[str]:
+    """Cover every socket bound on the host (the kernel's table) that the sandbox would see.
+
+    The directory scans stop two levels down (``~/.docker/desktop/docker.sock`` is three); the
+    table has no depth. Mounted last, so that no rule's bind mount uncovers one again. Sockets
+    that ``args`` already covers are skipped.
+    """
+    excluded = hidden_roots(policy)
+    paths = unix_sockets.relevant(excluded)
+    if bound is not None:
+        bound.append((excluded, paths))
+    if not paths:
+        return []
+    empty = request.empty_file
+    covered = {args[i + 2] for i in range(len(args) - 2) if args[i : i + 2] == ["--ro-bind", empty]}
+    ruled = [*_ruled(policy), *((probe(e.path).real, e.mode) for e in policy.protected)]
+    system = (*JAIL_SYSTEM_PATHS, *request.extra_ro)
+    result: list[str] = []
+    for path in paths:
+        real = os.path.realpath(path)
+        if real in covered or unix_sockets.under(real, excluded):
+            continue
+        try:
+            if not stat.S_ISSOCK(os.lstat(real).st_mode):
+                continue  # bound, then unlinked (or replaced): nothing to reach by that path
+        except OSError:
+            continue
+        mode = _governing_mode(real, ruled)
+        hidden_in_jail = policy.jail and mode is None and not unix_sockets.under(real, system)
+        if mode == "deny" or hidden_in_jail:
+            continue  # not in the sandbox's view: a mount there would create one
+        covered.add(real)
+        result += ["--ro-bind", empty, real]
+    return result
+
+
 def host_sockets(
     directory: str, depth: int = 2, limit: int = 4000, visited: list[str] | None = None
 ) -> list[str]:
@@ -375,7 +435,9 @@ def host_sockets(
     ``connect()`` works through a read-only mount, so a socket inside an exposed directory (a
     tmux server, an ssh agent, an IDE's control socket, a database) is a way out; each one found
     is covered with an empty file. The scan is bounded (``limit`` entries) so that exposing a
-    large tree costs little; sockets deeper than ``depth`` are not found.
+    large tree costs little; sockets deeper than ``depth`` are not found here, but any socket
+    bound in this network namespace is also in the kernel's table (:func:`bound_socket_masks`).
+    This scan is what finds the others: bound inside a container, or by a relative path.
     """
     found: list[str] = []
     seen = 0
