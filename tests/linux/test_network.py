@@ -501,6 +501,22 @@ def test_jail_mode_masks_deep_sockets_it_exposes_and_starts_with_hidden_ones(
     assert not (box.root / "elsewhere" / "x" / "y" / "hidden.sock").is_file()
 
 
+def test_a_host_socket_a_rule_names_stays_reachable(box: Box, listen: Listen) -> None:
+    allowed = box.root / "services" / "a" / "b" / "allowed.sock"
+    other = allowed.with_name("other.sock")
+    servers = [unix_listener(box, listen, allowed), unix_listener(box, listen, other)]
+    box.config({"fs": [f"ro:{allowed}"]})
+
+    found = box.probe(
+        f"report(allowed=attempt(connect, socket.AF_UNIX, {str(allowed)!r}),"
+        f" other=attempt(connect, socket.AF_UNIX, {str(other)!r}))"
+    )
+
+    assert found["allowed"] == "ok"
+    assert found["other"] != "ok"
+    assert servers[1].received_nothing()
+
+
 @pytest.fixture(params=["/run/docker.sock", "/var/lib/incus/unix.socket"])
 def engine_socket(request: pytest.FixtureRequest, listen: Listen) -> Iterator[Listener | Path]:
     """A container-engine control socket: the host's real one, or a stand-in listener."""

@@ -396,7 +396,8 @@ def bound_socket_masks(
 
     The directory scans stop two levels down (``~/.docker/desktop/docker.sock`` is three); the
     table has no depth. Mounted last, so that no rule's bind mount uncovers one again. Sockets
-    that ``args`` already covers are skipped.
+    that ``args`` already covers are skipped, and so is a socket that an ``rw:`` or ``ro:`` rule
+    names exactly: that is how a user lets the sandbox reach one (``ro:/var/lib/sss/pipes/nss``).
     """
     excluded = hidden_roots(policy)
     paths = unix_sockets.relevant(excluded)
@@ -407,6 +408,7 @@ def bound_socket_masks(
     empty = request.empty_file
     covered = {args[i + 2] for i in range(len(args) - 2) if args[i : i + 2] == ["--ro-bind", empty]}
     ruled = [*_ruled(policy), *((probe(e.path).real, e.mode) for e in policy.protected)]
+    covered.update(real for real, mode in _ruled(policy) if mode in ("rw", "ro"))
     system = (*JAIL_SYSTEM_PATHS, *request.extra_ro)
     result: list[str] = []
     for path in paths:
