@@ -164,10 +164,10 @@ def listing_facts(paths: Iterable[str]) -> list[Fact]:
     return [("l", path, listing(path)) for path in dict.fromkeys(paths)]
 
 
-def bound_sockets_fact(excluded: tuple[str, ...], paths: tuple[str, ...] | None) -> Fact:
-    """The kernel's table of bound unix sockets, outside ``excluded``, as a launch saw it: a
-    socket bound since (however deep) may need a mask the cached launch does not have."""
-    return ("u", excluded, paths)
+def bound_sockets_fact(arguments: tuple[Any, ...], found: tuple[str, ...] | None) -> Fact:
+    """What ``unix_sockets.visible_sockets(*arguments)`` returned for a launch: a socket bound
+    since (however deep), or moved, may need a mask the cached launch does not have."""
+    return ("u", arguments, found)
 
 
 def which_facts(name: str, search_path: str) -> list[Fact]:
@@ -196,7 +196,7 @@ def stale_fact(facts: Iterable[Fact]) -> Fact | None:
         elif kind == "u":
             from egg_core import unix_sockets
 
-            if unix_sockets.relevant(path) != expected:
+            if unix_sockets.visible_sockets(*path) != expected:
                 return fact
         elif (identity if kind == "i" else contents)(path) != expected:
             return fact

@@ -1,14 +1,23 @@
-"""The pathname unix sockets bound on this host, from the kernel's own table (``/proc/net/unix``).
+"""Which host unix sockets a sandbox would see, from the kernel's own table (``/proc/net/unix``).
 
-``connect()`` works through a read-only mount, so every listening socket a sandbox can see by path
-is a way out of it: a container engine, an IDE's control socket, an ssh or gpg agent, a database.
-Scanning the exposed directories finds such sockets only as deep as the scan goes; the kernel's
-table lists every socket bound in this network namespace, however deep, in one read. The Linux
-platform masks the ones the sandbox would see, and egg exec's cache re-reads the table before a
+``connect()`` works through a read-only mount, so every socket a sandbox can see by path is a way
+out of it: a container engine, an IDE's control socket, an ssh or gpg agent, a database. Scanning
+the exposed directories finds such sockets only as deep as the scan goes; the kernel's table lists
+every socket bound in this network namespace, however deep, in one read. The Linux platform masks
+the ones :func:`visible_sockets` returns, and egg exec's cache recomputes that list before a
 cached launch runs (a socket bound since then makes the entry stale).
 
-The table cannot list sockets bound in another network namespace (inside a container) or bound by
-a relative path; the platform's directory scans still cover those near the top of exposed trees.
+What the sandbox sees is described by *decisions*: ``(root, shown)`` pairs, one per mount the
+platform makes; the deepest root at or above a path decides (the later one at equal depth), and
+``default`` decides paths under none (the read-only root, or nothing in jail mode). Decisions are
+made on resolved paths. A socket is also looked for at every other place the host mounts its file
+system (bind-mount aliases, from ``/proc/self/mountinfo``).
+
+Not found here: sockets bound in another network namespace (inside a container) or by a relative
+path, sockets whose directory was renamed after they were bound (or bound through a path the user
+cannot resolve), and sockets bound after a launch; the platform's directory scans cover the first
+three near the top of exposed trees, and pins the directories above each masked socket so that a
+sandbox cannot move one away.
 
 This module imports only C-level standard modules: egg exec's cache uses it before anything else
 is loaded.
@@ -17,12 +26,17 @@ is loaded.
 from __future__ import annotations
 
 import os
+import stat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
+
+    Decisions = Sequence[tuple[str, bool]]
 
 PROC_NET_UNIX = "/proc/net/unix"
+MOUNTINFO = "/proc/self/mountinfo"
+ACL_XATTR = "system.posix_acl_access"
 
 
 def parse_table(text: str) -> list[str]:
@@ -30,11 +44,12 @@ def parse_table(text: str) -> list[str]:
 
     Each line is ``Num RefCount Protocol Flags Type St Inode [Path]``; the path is printed raw, so
     it may hold spaces (kept) and cannot be trusted to be well-formed (anything not absolute is
-    skipped: unnamed sockets, abstract ones shown as ``@name``, relative binds).
+    skipped: unnamed sockets, abstract ones shown as ``@name``, relative binds). Lines end at
+    ``\\n`` only; a name holding a newline cannot be read back (and is not absolute after it).
     """
     found: dict[str, None] = {}
-    for line in text.splitlines()[1:]:
-        fields = line.split(None, 7)
+    for line in text.split("\n")[1:]:
+        fields = line.split(" ", 7)
         if len(fields) == 8 and fields[7].startswith("/"):
             found[fields[7]] = None
     return list(found)
@@ -44,7 +59,7 @@ def bound_paths(table: str = PROC_NET_UNIX) -> list[str] | None:
     """The absolute paths of the unix sockets bound in this network namespace; None when the
     table cannot be read (no /proc, not Linux)."""
     try:
-        with open(table, encoding="utf-8", errors="surrogateescape") as handle:
+        with open(table, encoding="utf-8", errors="surrogateescape", newline="") as handle:
             return parse_table(handle.read())
     except OSError:
         return None
@@ -55,17 +70,132 @@ def under(path: str, roots: Iterable[str]) -> bool:
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
-def relevant(excluded: Iterable[str], table: str = PROC_NET_UNIX) -> tuple[str, ...] | None:
-    """Sorted bound socket paths outside the ``excluded`` roots (compared both as bound and as
-    resolved now): what a launch's socket masks depend on."""
+def shown(path: str, decisions: Decisions, default: bool) -> bool:
+    """Whether the sandbox sees ``path`` (a resolved path), by the deepest decision above it."""
+    best, result = -1, default
+    for root, visible in decisions:
+        if under(path, (root,)):
+            depth = root.rstrip("/").count("/")
+            if depth >= best:
+                best, result = depth, visible
+    return result
+
+
+def connectable(st: os.stat_result, path: str, uid: int, gids: Sequence[int]) -> bool:
+    """Whether ``uid`` may connect to the socket (write permission), judged as the kernel does
+    without capabilities. A POSIX ACL counts as "may": it is not read, so it is not trusted."""
+    if uid == st.st_uid:
+        allowed = bool(st.st_mode & stat.S_IWUSR)
+    elif st.st_gid in gids:
+        allowed = bool(st.st_mode & stat.S_IWGRP)
+    else:
+        allowed = bool(st.st_mode & stat.S_IWOTH)
+    if allowed:
+        return True
+    try:
+        os.getxattr(path, ACL_XATTR, follow_symlinks=False)
+    except OSError:
+        return False
+    return True
+
+
+def _unescape(field: str) -> str:
+    r"""mountinfo escapes space, tab, newline and backslash as \040, \011, \012 and \134."""
+    if "\\" not in field:
+        return field
+    for code, char in (("\\040", " "), ("\\011", "\t"), ("\\012", "\n"), ("\\134", "\\")):
+        field = field.replace(code, char)
+    return field
+
+
+def mounts(mountinfo: str = MOUNTINFO) -> list[tuple[str, str, str]]:
+    """(device, root within its file system, mount point) of each mount, in the table's order."""
+    try:
+        with open(mountinfo, encoding="utf-8", errors="surrogateescape", newline="") as handle:
+            lines = handle.read().split("\n")
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        fields = line.split(" ")
+        if len(fields) > 4:
+            found.append((fields[2], _unescape(fields[3]), _unescape(fields[4])))
+    return found
+
+
+def aliased_devices(table: Sequence[tuple[str, str, str]]) -> set[str]:
+    """Devices the host mounts more than once with nested roots: where bind-mount aliases are."""
+    roots: dict[str, list[str]] = {}
+    for device, root, _ in table:
+        roots.setdefault(device, []).append(root)
+    return {
+        device
+        for device, found in roots.items()
+        if any(i != j and under(a, (b,)) for i, a in enumerate(found) for j, b in enumerate(found))
+    }
+
+
+def aliases(real: str, table: Sequence[tuple[str, str, str]], devices: set[str]) -> list[str]:
+    """Other paths at which the host mounts the file that ``real`` names (bind mounts), when
+    the mount holding it is of one of ``devices`` (see :func:`aliased_devices`)."""
+    home: tuple[str, str, str] | None = None
+    for entry in table:  # the deepest mount holding it; the last one listed at equal depth
+        if under(real, (entry[2],)) and (home is None or len(entry[2]) >= len(home[2])):
+            home = entry
+    if home is None or home[0] not in devices:
+        return []
+    device, root, point = home
+    inside = os.path.normpath(os.path.join(root, os.path.relpath(real, point)))
+    found = []
+    for other_device, other_root, other_point in table:
+        if other_device == device and under(inside, (other_root,)):
+            alias = os.path.normpath(os.path.join(other_point, os.path.relpath(inside, other_root)))
+            if alias != real:
+                found.append(alias)
+    return found
+
+
+def visible_sockets(
+    decisions: Decisions,
+    default: bool,
+    uid: int,
+    gids: Sequence[int],
+    table: str = PROC_NET_UNIX,
+    mountinfo: str = MOUNTINFO,
+) -> tuple[str, ...] | None:
+    """Sorted resolved paths of the bound sockets that a sandbox described by ``decisions`` would
+    see and that ``uid`` may connect to, each also at its bind-mount aliases; None when the table
+    cannot be read."""
     paths = bound_paths(table)
     if paths is None:
         return None
-    roots = tuple(excluded)
-    return tuple(
-        sorted(
-            path
-            for path in paths
-            if not under(path, roots) and not under(os.path.realpath(path), roots)
-        )
-    )
+    parents: dict[str, str] = {}  # sockets share directories: resolve each directory once
+    found: set[str] = set()
+    mount_table: list[tuple[str, str, str]] | None = None
+    devices: set[str] = set()
+    for path in paths:
+        parent, name = os.path.split(path)
+        if parent not in parents:
+            parents[parent] = os.path.realpath(parent)
+        real = os.path.join(parents[parent], name)
+        try:
+            st = os.lstat(real)
+        except OSError:
+            continue  # unlinked (or moved) since it was bound
+        if not stat.S_ISSOCK(st.st_mode) or not connectable(st, real, uid, gids):
+            continue
+        if shown(real, decisions, default):
+            found.add(real)
+        if mount_table is None:
+            mount_table = mounts(mountinfo)
+            devices = aliased_devices(mount_table)
+        if not devices:
+            continue
+        for alias in aliases(real, mount_table, devices):
+            try:
+                same = os.path.samestat(os.lstat(alias), st)
+            except OSError:
+                continue
+            if same and shown(alias, decisions, default):
+                found.add(alias)
+    return tuple(sorted(found))

@@ -1,47 +1,126 @@
-"""The kernel's table of bound unix sockets, as egg reads it (the escape tests are in tests/linux)."""
+"""Which host sockets a sandbox would see, as egg works it out (the escapes are in tests/linux)."""
 
 from __future__ import annotations
 
+import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
-from egg_core import unix_sockets
+import pytest
 
-TABLE = """\
-Num       RefCount Protocol Flags    Type St Inode Path
-0000000000000000: 00000002 00000000 00010000 0001 01 20001 /run/systemd/notify
-0000000000000000: 00000002 00000000 00010000 0001 01 20002 @/tmp/.X11-unix/X0
-0000000000000000: 00000003 00000000 00000000 0001 03 20003
-0000000000000000: 00000002 00000000 00010000 0001 01 20004 /home/me/My Apps/ipc socket
-0000000000000000: 00000002 00000000 00010000 0001 01 20005 relative.sock
-0000000000000000: 00000002 00000000 00010000 0005 01 20006 /run/systemd/notify
-"""
+from egg_core import unix_sockets as us
+
+HEADER = "Num       RefCount Protocol Flags    Type St Inode Path\n"
+TABLE = HEADER + (
+    "0000000000000000: 00000002 00000000 00010000 0001 01 20001 /run/systemd/notify\n"
+    "0000000000000000: 00000002 00000000 00010000 0001 01 20002 @/tmp/.X11-unix/X0\n"
+    "0000000000000000: 00000003 00000000 00000000 0001 03 20003\n"
+    "0000000000000000: 00000002 00000000 00010000 0001 01 20004 /home/me/My Apps/ipc socket\n"
+    "0000000000000000: 00000002 00000000 00010000 0001 01 20005 relative.sock\n"
+    "0000000000000000: 00000002 00000000 00010000 0005 01 20006 /run/systemd/notify\n"
+    "0000000000000000: 00000002 00000000 00010000 0001 01 20007 /home/me/odd\x1cname\u2028.sock\n"
+)
 
 
-def test_the_table_gives_absolute_paths_once_with_their_spaces() -> None:
-    assert unix_sockets.parse_table(TABLE) == [
+def row(path: str) -> str:
+    return f"0000000000000000: 00000002 00000000 00010000 0001 01 1 {path}\n"
+
+
+def test_the_table_gives_absolute_paths_once_with_their_spaces_and_odd_characters() -> None:
+    assert us.parse_table(TABLE) == [
         "/run/systemd/notify",
         "/home/me/My Apps/ipc socket",
+        "/home/me/odd\x1cname\u2028.sock",
     ]
 
 
 def test_a_missing_table_is_none_not_an_error(tmp_path: Path) -> None:
-    assert unix_sockets.bound_paths(str(tmp_path / "absent")) is None
-    assert unix_sockets.relevant(["/run"], str(tmp_path / "absent")) is None
+    assert us.bound_paths(str(tmp_path / "absent")) is None
+    assert us.visible_sockets((), True, 0, (), str(tmp_path / "absent")) is None
 
 
-def test_relevant_drops_excluded_trees_as_bound_and_as_resolved(tmp_path: Path) -> None:
-    real = tmp_path / "real"
-    real.mkdir()
-    (tmp_path / "link").symlink_to(real)
+def test_the_deepest_decision_wins_and_the_later_one_at_equal_depth() -> None:
+    decisions = [("/tmp", False), ("/tmp/work", True), ("/home/u/secret", False), ("/a", True)]
+    decisions.append(("/a", False))
+
+    assert us.shown("/tmp/work/x/y.sock", decisions, True)
+    assert not us.shown("/tmp/other.sock", decisions, True)
+    assert not us.shown("/home/u/secret/s.sock", decisions, True)
+    assert us.shown("/home/u/s.sock", decisions, True)
+    assert not us.shown("/home/u/s.sock", decisions, False)
+    assert not us.shown("/a/b.sock", decisions, True)
+    assert us.shown("/tmpfoo/x.sock", decisions, True)  # a sibling name, not a child
+
+
+@pytest.fixture
+def listening(tmp_path: Path) -> Iterator[list[Path]]:
+    """Sockets bound at real paths under tmp_path, and a table listing them."""
+    made: list[socket.socket] = []
+    paths: list[Path] = []
+
+    def bind(relative: str) -> Path:
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(path))
+        made.append(server)
+        paths.append(path)
+        return path
+
+    bind("visible/a/b/c.sock")
+    bind("hidden/d.sock")
+    yield paths
+    for server in made:
+        server.close()
+
+
+def test_decisions_are_made_on_resolved_paths(tmp_path: Path, listening: list[Path]) -> None:
+    visible, hidden = listening
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "tmp" / "lnk").symlink_to(visible.parent)
     table = tmp_path / "unix"
-    paths = [f"{tmp_path}/link/a.sock", f"{tmp_path}/kept/b.sock", "/run/x.sock", "/runner/c"]
-    rows = "".join(f"0: 00000002 00000000 00010000 0001 01 {n} {p}\n" for n, p in enumerate(paths))
-    table.write_text(TABLE.splitlines()[0] + "\n" + rows)
+    # bound through a symlink under a hidden tree, living in a shown one; and the other way round
+    table.write_text(HEADER + row(f"{tmp_path}/tmp/lnk/c.sock") + row(str(hidden)))
+    decisions = [(str(tmp_path / "tmp"), False), (str(tmp_path / "hidden"), False)]
 
-    found = unix_sockets.relevant(["/run", str(real)], str(table))
+    found = us.visible_sockets(decisions, True, os.getuid(), (), str(table), "/nonexistent")
 
-    assert found == tuple(sorted([f"{tmp_path}/kept/b.sock", "/runner/c"]))
+    assert found == (str(visible),)
+
+
+def test_sockets_the_user_cannot_connect_to_are_left_alone(
+    tmp_path: Path, listening: list[Path]
+) -> None:
+    visible, _ = listening
+    table = tmp_path / "unix"
+    table.write_text(HEADER + row(str(visible)))
+    os.chmod(visible, 0o755)  # owner may write; group and others may not
+    args = ([], True)
+
+    assert us.visible_sockets(*args, os.getuid(), (), str(table), "/nonexistent")
+    others = us.visible_sockets(*args, os.getuid() + 12345, (), str(table), "/nonexistent")
+    assert others == ()
+    os.chmod(visible, 0o757)
+    others = us.visible_sockets(*args, os.getuid() + 12345, (), str(table), "/nonexistent")
+    assert others == (str(visible),)
+
+
+def test_a_socket_is_also_found_where_a_bind_mount_shows_it(tmp_path: Path) -> None:
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_text(
+        "20 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+        "30 20 8:1 /srv/data /mnt/alias\\040dir rw - ext4 /dev/sda1 rw\n"
+        "31 20 0:40 / /tmp rw - tmpfs tmpfs rw\n"
+    )
+    table = us.mounts(str(mountinfo))
+    devices = us.aliased_devices(table)
+
+    assert devices == {"8:1"}
+    assert us.aliases("/srv/data/a/s.sock", table, devices) == ["/mnt/alias dir/a/s.sock"]
+    assert us.aliases("/mnt/alias dir/a/s.sock", table, devices) == ["/srv/data/a/s.sock"]
+    assert us.aliases("/srv/other/s.sock", table, devices) == []
+    assert us.aliases("/tmp/s.sock", table, devices) == []
 
 
 def test_a_socket_bound_here_is_in_the_live_table(tmp_path: Path) -> None:
@@ -49,4 +128,6 @@ def test_a_socket_bound_here_is_in_the_live_table(tmp_path: Path) -> None:
     path.parent.mkdir(parents=True)
     with socket.socket(socket.AF_UNIX) as server:
         server.bind(str(path))
-        assert str(path) in (unix_sockets.bound_paths() or [])
+        assert str(path) in (us.bound_paths() or [])
+        found = us.visible_sockets([], True, os.getuid(), tuple(os.getgroups()))
+        assert found is not None and str(path) in found

@@ -10,6 +10,8 @@ import os
 import shutil
 import socket
 import struct
+import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -515,6 +517,145 @@ def test_a_host_socket_a_rule_names_stays_reachable(box: Box, listen: Listen) ->
     assert found["allowed"] == "ok"
     assert found["other"] != "ok"
     assert servers[1].received_nothing()
+
+
+def test_host_socket_under_a_denied_dir_a_rule_reopens_is_unreachable(
+    box: Box, listen: Listen
+) -> None:
+    path = box.home / "secret" / "proj" / "a" / "b" / "c.sock"
+    server = unix_listener(box, listen, path)
+    box.config({"fs": ["deny:~/secret", "rw:~/secret/proj"]})
+
+    found = box.probe(f"report(connect=attempt(connect, socket.AF_UNIX, {str(path)!r}))")
+
+    assert found["connect"] != "ok"
+    assert server.received_nothing()
+
+
+def test_host_socket_under_tmp_a_rule_exposes_is_unreachable(box: Box, listen: Listen) -> None:
+    work = Path(tempfile.mkdtemp(prefix="egg-sock-", dir="/tmp"))
+    try:
+        os.chmod(work, 0o755)
+        path = work / "a" / "b" / "c" / "d.sock"
+        server = unix_listener(box, listen, path)
+        box.config({"fs": [f"rw:{work}"]})
+
+        found = box.probe(f"report(connect=attempt(connect, socket.AF_UNIX, {str(path)!r}))")
+
+        assert found["connect"] != "ok"
+        assert server.received_nothing()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_host_socket_bound_through_a_tmp_symlink_is_unreachable(box: Box, listen: Listen) -> None:
+    real = box.home / ".cache" / "app" / "x" / "y"
+    box.mkdir(real)
+    scratch = Path(tempfile.mkdtemp(prefix="egg-sock-", dir="/tmp"))
+    try:
+        os.chmod(scratch, 0o755)  # the user's own path: egg resolves it as the user
+        (scratch / "lnk").symlink_to(real)
+        server = listen(socket.AF_UNIX, str(scratch / "lnk" / "ipc.sock"))
+        os.chmod(real / "ipc.sock", 0o777)
+
+        found = box.probe(
+            f"report(connect=attempt(connect, socket.AF_UNIX, {str(real / 'ipc.sock')!r}))"
+        )
+
+        assert found["connect"] != "ok"
+        assert server.received_nothing()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def test_host_socket_behind_a_bind_mount_alias_is_unreachable(box: Box, listen: Listen) -> None:
+    data, alias = box.root / "data", box.root / "alias"
+    box.mkdir(data)
+    box.mkdir(alias)
+    subprocess.run(["mount", "--bind", str(data), str(alias)], check=True)
+    try:
+        server = unix_listener(box, listen, alias / "a" / "b" / "s.sock")
+        through_data = data / "a" / "b" / "s.sock"
+
+        found = box.probe(
+            f"report(connect=attempt(connect, socket.AF_UNIX, {str(through_data)!r}))"
+        )
+
+        assert found["connect"] != "ok"
+        assert server.received_nothing()
+    finally:
+        subprocess.run(["umount", "-l", str(alias)], check=False)
+
+
+def test_jail_mode_masks_sockets_in_the_agents_prefix_siblings(box: Box, listen: Listen) -> None:
+    box.mkdir(box.home / ".claude")  # its rw-prefix rule also binds ~/.claude-ide
+    path = box.home / ".claude-ide" / "a" / "b" / "s.sock"
+    server = unix_listener(box, listen, path)
+    box.config({"fs": ["deny:/", "rw:./"]})
+
+    found = box.probe(
+        f"report(connect=attempt(connect, socket.AF_UNIX, {str(path)!r}))",
+        options=["--agent", "claude"],
+    )
+
+    assert found["connect"] != "ok"
+    assert server.received_nothing()
+
+
+def test_a_masked_socket_cannot_be_moved_where_the_next_run_would_not_look(
+    box: Box, listen: Listen
+) -> None:
+    path = box.workspace / ".ide" / "run" / "ctl.sock"
+    server = unix_listener(box, listen, path)
+
+    moved = box.probe(
+        "os.makedirs('x/y/z')\n"
+        "report(ide=attempt(os.rename, '.ide', 'x/y/z/.ide'),"
+        " run=attempt(os.rename, '.ide/run', 'x/y/z/run'),"
+        " sock=attempt(os.rename, '.ide/run/ctl.sock', 'x/y/z/ctl.sock'),"
+        " link=attempt(os.link, '.ide/run/ctl.sock', 'x/y/z/ctl.sock'))"
+    )
+    found = box.probe(
+        "report("
+        + ", ".join(
+            f"{name}=attempt(connect, socket.AF_UNIX, {str(box.workspace / where)!r})"
+            for name, where in [
+                ("ide", "x/y/z/.ide/run/ctl.sock"),
+                ("run", "x/y/z/run/ctl.sock"),
+                ("sock", "x/y/z/ctl.sock"),
+                ("original", ".ide/run/ctl.sock"),
+            ]
+        )
+        + ")"
+    )
+
+    assert set(moved.values()) <= {"EBUSY", "EXDEV", "EPERM", "EACCES", "EROFS"}, moved
+    assert "ok" not in found.values(), found
+    assert path.exists()
+    assert server.received_nothing()
+
+
+def test_more_visible_host_sockets_than_egg_masks_is_a_clear_error(
+    box: Box, listen: Listen
+) -> None:
+    crowd = box.root / "crowd" / "a" / "b"
+    box.mkdir(crowd)
+    servers = []
+    for number in range(1001):
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(crowd / f"{number}.sock"))
+        os.chmod(crowd / f"{number}.sock", 0o777)
+        servers.append(server)
+    try:
+        result = box.exec("sh", "-c", "touch started")
+    finally:
+        for server in servers:
+            server.close()
+
+    assert result.returncode == 125
+    assert "host unix sockets would be visible" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not (box.workspace / "started").exists()
 
 
 @pytest.fixture(params=["/run/docker.sock", "/var/lib/incus/unix.socket"])

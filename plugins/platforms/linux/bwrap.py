@@ -21,10 +21,12 @@ import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 
 from egg_core import unix_sockets
+from egg_core.errors import EnforcementError
 from egg_core.policy import NEED_FULL, EffectivePolicy, FsEntry
 
 from .fastrun import remove_placeholders
@@ -41,8 +43,13 @@ SHARED_DIR_INSIDE = "/run/egg-session"
 #: host trees no sandbox sees: replaced by a tmpfs, or by its own /proc and /dev
 REPLACED_ROOTS = ("/tmp", "/var/tmp", "/run", "/proc", "/dev")
 
-#: what the bound-socket masks of one launch rested on: (excluded roots, relevant socket paths)
-BoundRecord = tuple[tuple[str, ...], tuple[str, ...] | None]
+#: more visible host sockets than this is an error rather than that many mounts (bwrap takes
+#: at most 9000 arguments)
+MAX_SOCKET_MASKS = 1000
+
+#: what the table's socket masks of one launch rested on: the arguments of
+#: ``unix_sockets.visible_sockets`` (decisions, default, uid, gids), and what it returned
+BoundRecord = tuple[tuple[Any, ...], tuple[str, ...] | None]
 
 
 @attrs.frozen
@@ -136,7 +143,8 @@ def build_args(
     placeholders = set(placeholder_paths(policy))
     untrusted = untrusted_rules(policy)
     ruled = _ruled(policy)
-    for entry in pinned_entries(policy):
+    sockets = table_sockets(policy, request, bound)
+    for entry in pinned_entries(policy, sockets, mounted(policy, request)):
         if entry.path in placeholders:
             args += ["--ro-bind", request.empty_file, entry.path]
             continue
@@ -153,7 +161,7 @@ def build_args(
         args += ["--ro-bind", request.net_dir, NET_DIR_INSIDE]
     if request.shared_dir:
         args += ["--bind", request.shared_dir, SHARED_DIR_INSIDE]
-    args += bound_socket_masks(policy, request, args, bound)
+    args += socket_masks(sockets, request.empty_file, args)
     for path in remount:
         args += ["--remount-ro", path]
     args += ["--chdir", policy.cwd]
@@ -289,24 +297,32 @@ def symlink_problems(policy: EffectivePolicy) -> list[str]:
     return list(dict.fromkeys(_symlink_guards(policy)[1]))
 
 
-def pinned_entries(policy: EffectivePolicy) -> list[FsEntry]:
-    """``policy.fs`` plus what keeps protected paths where they are.
+def pinned_entries(
+    policy: EffectivePolicy,
+    sockets: Sequence[str] = (),
+    mounts: Sequence[tuple[str, str]] | None = None,
+) -> list[FsEntry]:
+    """``policy.fs`` plus what keeps protected paths, and masked ``sockets``, where they are.
 
     A bind-mounted file cannot be replaced, but the directory holding it could be renamed away
     and recreated with a different file (``mv conf conf2; mkdir conf; echo ... >
     conf/base.yaml``). A mount point cannot be renamed, so every writable ancestor of an
     egg-protected, ``deny-write`` or ``ro`` path is bound onto itself, and a writable directory
     holding a symlink on the way to one is bound read-only. Each bind goes after the rule that
-    makes the directory writable and before any deeper rule.
+    makes the directory writable and before any deeper rule. The same holds a masked socket in
+    place: moved deeper, it would be reachable by the next run (the kernel's table keeps the
+    path it was bound at). ``mounts`` (:func:`mounted`) says which directories are writable.
     """
     ruled = _ruled(policy)
-    mount_points = {path for path, _ in ruled}
+    writable = list(mounts) if mounts is not None else ruled
+    mount_points = {path for path, _ in writable}
     mount_points |= {probe(e.path).real for e in policy.protected}
     guards, _ = _symlink_guards(policy)
     guarded = [e.path for e in policy.protected]
     guarded += [e.path for e in policy.fs if e.mode in ("ro", "deny-write")]
     starts = [os.path.dirname(os.path.realpath(path)) for path in guarded]
     starts += [os.path.dirname(guard) for guard in guards]
+    starts += [os.path.dirname(sock) for sock in sockets]
     added: dict[str, FsEntry] = {}
     for start in starts:
         parent = start
@@ -315,7 +331,7 @@ def pinned_entries(policy: EffectivePolicy) -> list[FsEntry]:
                 parent not in mount_points
                 and parent not in added
                 and os.path.isdir(parent)
-                and _governing_mode(parent, ruled) in ("rw", "rw-prefix")
+                and _governing_mode(parent, writable) in ("rw", "rw-prefix")
             ):
                 added[parent] = FsEntry("rw", parent, "egg: keeps a protected path in place")
             parent = os.path.dirname(parent)
@@ -364,6 +380,9 @@ def _entry_args(
                 sib = probe(sibling)
                 if sib.kind != "missing" and sib.real != real and not _planted(sibling, ruled):
                     result += ["--bind", sib.real, sib.real]
+                    if sib.kind == "dir":
+                        for sock in host_sockets(sib.real, visited=visited):
+                            result += ["--ro-bind", empty_file, sock]
         if fact.kind == "dir":
             for sock in host_sockets(real, visited=visited):
                 result += ["--ro-bind", empty_file, sock]
@@ -375,57 +394,75 @@ def _entry_args(
     return ["--ro-bind", empty_file, real]
 
 
-def hidden_roots(policy: EffectivePolicy) -> tuple[str, ...]:
-    """Host trees the sandbox cannot see: the replaced ones, and every denied directory."""
-    roots = list(REPLACED_ROOTS)
-    for entry in (*policy.fs, *policy.protected):
-        if entry.mode == "deny" and entry.path != "/":
-            fact = probe(entry.path)
-            if fact.kind == "dir":
-                roots.append(fact.real)
-    return tuple(dict.fromkeys(roots))
+def mounted(policy: EffectivePolicy, request: BwrapRequest) -> list[tuple[str, str]]:
+    """(resolved path, mode) of every mount that decides what the sandbox sees below the root:
+    the replaced trees ("hidden"), the jail's system paths, the rules that are mounted, the
+    same-prefix siblings of ``rw-prefix`` rules, egg's protections. The deepest one at or above a
+    path decides (the later one at equal depth), as for :func:`_governing_mode`."""
+    found = [(root, "hidden") for root in REPLACED_ROOTS]
+    if policy.jail:
+        found += [(path, "ro") for path in (*JAIL_SYSTEM_PATHS, *request.extra_ro)]
+    ruled = _ruled(policy)
+    for entry in policy.fs:
+        if entry.mode == "rw-prefix" and entry.path not in untrusted_rules(policy):
+            real = probe(entry.path).real
+            for sibling in prefix_siblings(entry.path):
+                sib = probe(sibling)
+                if sib.kind != "missing" and sib.real != real and not _planted(sibling, ruled):
+                    found.append((sib.real, "rw"))
+    found += ruled
+    found += [(probe(e.path).real, e.mode) for e in policy.protected if e.path != "/"]
+    return found
 
 
-def bound_socket_masks(
-    policy: EffectivePolicy,
-    request: BwrapRequest,
-    args: Sequence[str],
-    bound: list[BoundRecord] | None = None,
+def table_sockets(
+    policy: EffectivePolicy, request: BwrapRequest, bound: list[BoundRecord] | None = None
 ) -> list[str]:
-    """Cover every socket bound on the host (the kernel's table) that the sandbox would see.
+    """Host sockets from the kernel's table that the sandbox would see and could connect to.
 
-    The directory scans stop two levels down (``~/.docker/desktop/docker.sock`` is three); the
-    table has no depth. Mounted last, so that no rule's bind mount uncovers one again. Sockets
-    that ``args`` already covers are skipped, and so is a socket that an ``rw:`` or ``ro:`` rule
-    names exactly: that is how a user lets the sandbox reach one (``ro:/var/lib/sss/pipes/nss``).
+    The directory scans stop two levels down (``~/.colima/default/docker.sock`` is three); the
+    table has no depth, and each socket is also looked for at its bind-mount aliases. Left out:
+    a socket that an ``rw:`` or ``ro:`` rule names exactly, which is how a user lets the sandbox
+    reach one (``ro:/var/lib/sss/pipes/nss``).
     """
-    excluded = hidden_roots(policy)
-    paths = unix_sockets.relevant(excluded)
+    decisions = tuple(
+        (path, mode not in ("deny", "hidden")) for path, mode in mounted(policy, request)
+    )
+    default = not policy.jail
+    uid = os.getuid()
+    gids = tuple(sorted({os.getgid(), os.getegid(), *os.getgroups()}))
+    found = unix_sockets.visible_sockets(decisions, default, uid, gids)
     if bound is not None:
-        bound.append((excluded, paths))
-    if not paths:
-        return []
-    empty = request.empty_file
-    covered = {args[i + 2] for i in range(len(args) - 2) if args[i : i + 2] == ["--ro-bind", empty]}
-    ruled = [*_ruled(policy), *((probe(e.path).real, e.mode) for e in policy.protected)]
-    covered.update(real for real, mode in _ruled(policy) if mode in ("rw", "ro"))
-    system = (*JAIL_SYSTEM_PATHS, *request.extra_ro)
+        bound.append(((decisions, default, uid, gids), found))
+    named = {real for real, mode in _ruled(policy) if mode in ("rw", "ro")}
+    return [path for path in found or () if path not in named]
+
+
+def socket_masks(sockets: Sequence[str], empty_file: str, args: Sequence[str]) -> list[str]:
+    """``--ro-bind EMPTY SOCKET`` for each socket ``args`` does not cover yet. They go after every
+    other mount, so that no rule's bind mount uncovers one again; the directories above each one
+    that the sandbox can write are pinned (:func:`pinned_entries`), so that a sandbox cannot move
+    one where a later run would not look.
+
+    A socket that disappears between this check and bwrap's mount makes bwrap create an empty
+    file there (in a writable directory) or fail the launch (elsewhere): both are safe.
+    """
+    if len(sockets) > MAX_SOCKET_MASKS:
+        raise EnforcementError(
+            f"{len(sockets)} host unix sockets would be visible in the sandbox, more than egg "
+            f"masks ({MAX_SOCKET_MASKS}); deny the directories that hold them "
+            f"(e.g. {os.path.dirname(sockets[0])})"
+        )
+    covered = {
+        args[i + 2]
+        for i in range(len(args) - 2)
+        if args[i] == "--ro-bind" and args[i + 1] == empty_file
+    }
     result: list[str] = []
-    for path in paths:
-        real = os.path.realpath(path)
-        if real in covered or unix_sockets.under(real, excluded):
-            continue
-        try:
-            if not stat.S_ISSOCK(os.lstat(real).st_mode):
-                continue  # bound, then unlinked (or replaced): nothing to reach by that path
-        except OSError:
-            continue
-        mode = _governing_mode(real, ruled)
-        hidden_in_jail = policy.jail and mode is None and not unix_sockets.under(real, system)
-        if mode == "deny" or hidden_in_jail:
-            continue  # not in the sandbox's view: a mount there would create one
-        covered.add(real)
-        result += ["--ro-bind", empty, real]
+    for sock in sockets:
+        if sock not in covered:
+            covered.add(sock)
+            result += ["--ro-bind", empty_file, sock]
     return result
 
 

@@ -8,6 +8,7 @@ import platform
 import subprocess
 from pathlib import Path
 
+from egg_core import unix_sockets
 from egg_core.paths import host_which
 from egg_core.sandbox import Check
 
@@ -129,6 +130,21 @@ def check_landlock() -> Check:
     return Check("Landlock", True, f"ABI {abi} (not required by egg)")
 
 
+def check_socket_table() -> Check:
+    """Deep host sockets are found through the kernel's table; without it only the directory
+    scans (two levels below each exposed directory) find any."""
+    paths = unix_sockets.bound_paths()
+    if paths is None:
+        return Check(
+            "unix socket table",
+            False,
+            f"{unix_sockets.PROC_NET_UNIX} is not readable: host sockets more than two levels "
+            "below an exposed directory stay reachable",
+            "mount /proc (egg needs it to find every host socket it must mask)",
+        )
+    return Check("unix socket table", True, f"readable ({len(paths)} sockets bound by path)")
+
+
 def check_tools() -> list[Check]:
     checks = []
     prlimit = host_which("prlimit")
@@ -162,5 +178,6 @@ def diagnose(bwrap: str | None) -> list[Check]:
         check_seccomp(),
         check_cgroups(),
         check_landlock(),
+        check_socket_table(),
         *check_tools(),
     ]
