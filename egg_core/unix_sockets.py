@@ -72,13 +72,25 @@ def under(path: str, roots: Iterable[str]) -> bool:
 
 def shown(path: str, decisions: Decisions, default: bool) -> bool:
     """Whether the sandbox sees ``path`` (a resolved path), by the deepest decision above it."""
-    best, result = -1, default
-    for root, visible in decisions:
-        if under(path, (root,)):
-            depth = root.rstrip("/").count("/")
-            if depth >= best:
-                best, result = depth, visible
-    return result
+    return _Judge(decisions, default)(path)
+
+
+class _Judge:
+    """:func:`shown` for many paths: the decisions ordered once, deepest (then latest) first."""
+
+    def __init__(self, decisions: Decisions, default: bool) -> None:
+        ordered = sorted(
+            enumerate(decisions), key=lambda item: (item[1][0].rstrip("/").count("/"), item[0])
+        )
+        self.rules = [(root, root.rstrip("/") + "/", visible) for _, (root, visible) in ordered]
+        self.rules.reverse()
+        self.default = default
+
+    def __call__(self, path: str) -> bool:
+        for root, prefix, visible in self.rules:
+            if path == root or path.startswith(prefix):
+                return visible
+        return self.default
 
 
 def connectable(st: os.stat_result, path: str, uid: int, gids: Sequence[int]) -> bool:
@@ -169,6 +181,7 @@ def visible_sockets(
     paths = bound_paths(table)
     if paths is None:
         return None
+    judge = _Judge(decisions, default)
     parents: dict[str, str] = {}  # sockets share directories: resolve each directory once
     found: set[str] = set()
     mount_table: list[tuple[str, str, str]] | None = None
@@ -178,13 +191,20 @@ def visible_sockets(
         if parent not in parents:
             parents[parent] = os.path.realpath(parent)
         real = os.path.join(parents[parent], name)
+        visible = judge(real)
+        if not visible:  # a hidden socket matters only if a bind mount shows it elsewhere
+            if mount_table is None:
+                mount_table = mounts(mountinfo)
+                devices = aliased_devices(mount_table)
+            if not devices:
+                continue
         try:
             st = os.lstat(real)
         except OSError:
             continue  # unlinked (or moved) since it was bound
         if not stat.S_ISSOCK(st.st_mode) or not connectable(st, real, uid, gids):
             continue
-        if shown(real, decisions, default):
+        if visible:
             found.add(real)
         if mount_table is None:
             mount_table = mounts(mountinfo)
@@ -196,6 +216,6 @@ def visible_sockets(
                 same = os.path.samestat(os.lstat(alias), st)
             except OSError:
                 continue
-            if same and shown(alias, decisions, default):
+            if same and judge(alias):
                 found.add(alias)
     return tuple(sorted(found))
