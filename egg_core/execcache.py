@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # importing typing costs milliseconds that this module exists
 
     Fact = tuple[Any, ...]
 
-FORMAT = 5  # 5: facts include the bound-socket table
+FORMAT = 6  # 6: facts include the bound-socket table, judged by mount decisions
 CACHE_ENV = "EGG_EXEC_CACHE"
 KEEP = 64
 #: cached launches are run only by egg's own platform code
@@ -196,8 +196,11 @@ def stale_fact(facts: Iterable[Fact]) -> Fact | None:
         elif kind == "u":
             from egg_core import unix_sockets
 
-            if unix_sockets.visible_sockets(*path) != expected:
-                return fact
+            try:
+                if unix_sockets.visible_sockets(*path) != expected:
+                    return fact
+            except unix_sockets.SearchTooLarge:
+                return fact  # the full path says what is wrong
         elif (identity if kind == "i" else contents)(path) != expected:
             return fact
     return None

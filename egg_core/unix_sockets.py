@@ -7,11 +7,13 @@ every socket bound in this network namespace, however deep, in one read. The Lin
 the ones :func:`visible_sockets` returns, and egg exec's cache recomputes that list before a
 cached launch runs (a socket bound since then makes the entry stale).
 
-What the sandbox sees is described by *decisions*: ``(root, shown)`` pairs, one per mount the
-platform makes; the deepest root at or above a path decides (the later one at equal depth), and
-``default`` decides paths under none (the read-only root, or nothing in jail mode). Decisions are
-made on resolved paths. A socket is also looked for at every other place the host mounts its file
-system (bind-mount aliases, from ``/proc/self/mountinfo``).
+What the sandbox sees is described by *decisions*: ``(root, state)`` pairs, one per mount the
+platform makes, in the order it makes them; the last one at or above a path decides, as the mounts
+themselves do. ``state`` is ``"rw"``, ``"ro"`` or ``"hidden"`` (a tmpfs, a mask, egg's own
+directories); a path under none is hidden. Decisions are made on resolved paths. A socket is also
+looked for at every other place the host mounts its file system (bind-mount aliases, from
+``/proc/self/mountinfo``), and when one is no longer where it was bound (moved, or its path
+re-pointed) or has other hard links, every writable tree is searched for sockets.
 
 Not found here: sockets bound in another network namespace (inside a container) or by a relative
 path, sockets whose directory was renamed after they were bound (or bound through a path the user
@@ -32,11 +34,22 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    Decisions = Sequence[tuple[str, bool]]
+    Decisions = Sequence[tuple[str, str]]
 
 PROC_NET_UNIX = "/proc/net/unix"
 MOUNTINFO = "/proc/self/mountinfo"
 ACL_XATTR = "system.posix_acl_access"
+#: entries a search of the writable trees may visit before egg gives up (and refuses to launch)
+MAX_SEARCH = 200_000
+
+
+class SearchTooLarge(Exception):
+    """A socket left its bound path and the writable trees are too large to search for it."""
+
+    def __init__(self, bound: str, root: str) -> None:
+        super().__init__(bound, root)
+        self.bound = bound
+        self.root = root
 
 
 def parse_table(text: str) -> list[str]:
@@ -70,27 +83,28 @@ def under(path: str, roots: Iterable[str]) -> bool:
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
-def shown(path: str, decisions: Decisions, default: bool) -> bool:
-    """Whether the sandbox sees ``path`` (a resolved path), by the deepest decision above it."""
-    return _Judge(decisions, default)(path)
+def shown(path: str, decisions: Decisions) -> bool:
+    """Whether the sandbox sees ``path`` (a resolved path): the last decision above it says."""
+    return _Judge(decisions).state(path) != "hidden"
 
 
 class _Judge:
-    """:func:`shown` for many paths: the decisions ordered once, deepest (then latest) first."""
+    """The state of many paths under the same decisions."""
 
-    def __init__(self, decisions: Decisions, default: bool) -> None:
-        ordered = sorted(
-            enumerate(decisions), key=lambda item: (item[1][0].rstrip("/").count("/"), item[0])
-        )
-        self.rules = [(root, root.rstrip("/") + "/", visible) for _, (root, visible) in ordered]
-        self.rules.reverse()
-        self.default = default
+    def __init__(self, decisions: Decisions) -> None:
+        self.rules = [(root, root.rstrip("/") + "/", state) for root, state in reversed(decisions)]
 
-    def __call__(self, path: str) -> bool:
-        for root, prefix, visible in self.rules:
+    def state(self, path: str) -> str:
+        for root, prefix, state in self.rules:
             if path == root or path.startswith(prefix):
-                return visible
-        return self.default
+                return state
+        return "hidden"
+
+    def root(self, path: str) -> str | None:
+        for root, prefix, _ in self.rules:
+            if path == root or path.startswith(prefix):
+                return root
+        return None
 
 
 def connectable(st: os.stat_result, path: str, uid: int, gids: Sequence[int]) -> bool:
@@ -169,7 +183,6 @@ def aliases(real: str, table: Sequence[tuple[str, str, str]], devices: set[str])
 
 def visible_sockets(
     decisions: Decisions,
-    default: bool,
     uid: int,
     gids: Sequence[int],
     table: str = PROC_NET_UNIX,
@@ -177,22 +190,25 @@ def visible_sockets(
 ) -> tuple[str, ...] | None:
     """Sorted resolved paths of the bound sockets that a sandbox described by ``decisions`` would
     see and that ``uid`` may connect to, each also at its bind-mount aliases; None when the table
-    cannot be read."""
+    cannot be read. Raises :class:`SearchTooLarge` when a socket left its bound path (or has other
+    hard links) and the writable trees hold more than :data:`MAX_SEARCH` entries."""
     paths = bound_paths(table)
     if paths is None:
         return None
-    judge = _Judge(decisions, default)
+    judge = _Judge(decisions)
     parents: dict[str, str] = {}  # sockets share directories: resolve each directory once
     found: set[str] = set()
     mount_table: list[tuple[str, str, str]] | None = None
     devices: set[str] = set()
+    strays: list[str] = []  # bound paths that no longer lead (only) to their socket
     for path in paths:
         parent, name = os.path.split(path)
         if parent not in parents:
             parents[parent] = os.path.realpath(parent)
         real = os.path.join(parents[parent], name)
-        visible = judge(real)
-        if not visible:  # a hidden socket matters only if a bind mount shows it elsewhere
+        visible = judge.state(real) != "hidden"
+        writable = "rw" in (judge.state(real), judge.state(path))
+        if not visible and not writable:  # matters only if a bind mount shows it elsewhere
             if mount_table is None:
                 mount_table = mounts(mountinfo)
                 devices = aliased_devices(mount_table)
@@ -201,8 +217,16 @@ def visible_sockets(
         try:
             st = os.lstat(real)
         except OSError:
-            continue  # unlinked (or moved) since it was bound
-        if not stat.S_ISSOCK(st.st_mode) or not connectable(st, real, uid, gids):
+            if writable:
+                strays.append(path)  # moved, or the path re-pointed, inside a writable tree
+            continue
+        if not stat.S_ISSOCK(st.st_mode):
+            if writable:
+                strays.append(path)
+            continue
+        if st.st_nlink > 1:
+            strays.append(path)  # hard-linked: the other names may be anywhere writable
+        if not connectable(st, real, uid, gids):
             continue
         if visible:
             found.add(real)
@@ -216,6 +240,45 @@ def visible_sockets(
                 same = os.path.samestat(os.lstat(alias), st)
             except OSError:
                 continue
-            if same and judge(alias):
+            if same and judge.state(alias) != "hidden":
                 found.add(alias)
+    if strays:
+        found.update(_search_writable(decisions, judge, strays[0], uid, gids))
     return tuple(sorted(found))
+
+
+def _search_writable(
+    decisions: Decisions, judge: _Judge, stray: str, uid: int, gids: Sequence[int]
+) -> list[str]:
+    """Every socket ``uid`` may connect to in the trees the sandbox can write, at any depth."""
+    roots = sorted({root for root, state in decisions if state == "rw"})
+    roots = [r for r in roots if not any(o != r and under(r, (o,)) for o in roots)]
+    found: list[str] = []
+    seen = 0
+    for top in roots:
+        stack = [top]
+        while stack:
+            directory = stack.pop()
+            try:
+                entries = os.scandir(directory)
+            except OSError:
+                continue
+            with entries:
+                for entry in entries:
+                    seen += 1
+                    if seen > MAX_SEARCH:
+                        raise SearchTooLarge(stray, top)
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+                            continue
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if (
+                        stat.S_ISSOCK(st.st_mode)
+                        and judge.state(entry.path) != "hidden"
+                        and connectable(st, entry.path, uid, gids)
+                    ):
+                        found.append(entry.path)
+    return found

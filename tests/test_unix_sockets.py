@@ -37,25 +37,31 @@ def test_the_table_gives_absolute_paths_once_with_their_spaces_and_odd_character
 
 def test_a_missing_table_is_none_not_an_error(tmp_path: Path) -> None:
     assert us.bound_paths(str(tmp_path / "absent")) is None
-    assert us.visible_sockets((), True, 0, (), str(tmp_path / "absent")) is None
+    assert us.visible_sockets((), 0, (), str(tmp_path / "absent")) is None
 
 
-def test_the_deepest_decision_wins_and_the_later_one_at_equal_depth() -> None:
-    decisions = [("/tmp", False), ("/tmp/work", True), ("/home/u/secret", False), ("/a", True)]
-    decisions.append(("/a", False))
+def test_the_last_mount_above_a_path_decides() -> None:
+    decisions = [
+        ("/", "ro"),
+        ("/tmp", "hidden"),
+        ("/tmp/work", "rw"),
+        ("/var", "ro"),  # mounted after /var/tmp would have been: it shows the host's again
+        ("/home/u/secret", "hidden"),
+        ("/home/u/secret/proj", "rw"),
+    ]
 
-    assert us.shown("/tmp/work/x/y.sock", decisions, True)
-    assert not us.shown("/tmp/other.sock", decisions, True)
-    assert not us.shown("/home/u/secret/s.sock", decisions, True)
-    assert us.shown("/home/u/s.sock", decisions, True)
-    assert not us.shown("/home/u/s.sock", decisions, False)
-    assert not us.shown("/a/b.sock", decisions, True)
-    assert us.shown("/tmpfoo/x.sock", decisions, True)  # a sibling name, not a child
+    assert us.shown("/tmp/work/x/y.sock", decisions)
+    assert not us.shown("/tmp/other.sock", decisions)
+    assert not us.shown("/home/u/secret/s.sock", decisions)
+    assert us.shown("/home/u/secret/proj/a/s.sock", decisions)
+    assert us.shown("/var/tmp/s.sock", decisions)
+    assert us.shown("/tmpfoo/x.sock", decisions)  # a sibling name, not a child
+    assert not us.shown("/home/u/s.sock", decisions[1:])  # nothing mounted there
 
 
 @pytest.fixture
 def listening(tmp_path: Path) -> Iterator[list[Path]]:
-    """Sockets bound at real paths under tmp_path, and a table listing them."""
+    """Sockets bound at real paths under tmp_path."""
     made: list[socket.socket] = []
     paths: list[Path] = []
 
@@ -75,6 +81,10 @@ def listening(tmp_path: Path) -> Iterator[list[Path]]:
         server.close()
 
 
+def shown_under(tmp_path: Path, *hidden: str) -> list[tuple[str, str]]:
+    return [(str(tmp_path), "ro"), *((str(tmp_path / h), "hidden") for h in hidden)]
+
+
 def test_decisions_are_made_on_resolved_paths(tmp_path: Path, listening: list[Path]) -> None:
     visible, hidden = listening
     (tmp_path / "tmp").mkdir()
@@ -82,9 +92,9 @@ def test_decisions_are_made_on_resolved_paths(tmp_path: Path, listening: list[Pa
     table = tmp_path / "unix"
     # bound through a symlink under a hidden tree, living in a shown one; and the other way round
     table.write_text(HEADER + row(f"{tmp_path}/tmp/lnk/c.sock") + row(str(hidden)))
-    decisions = [(str(tmp_path / "tmp"), False), (str(tmp_path / "hidden"), False)]
+    decisions = shown_under(tmp_path, "tmp", "hidden")
 
-    found = us.visible_sockets(decisions, True, os.getuid(), (), str(table), "/nonexistent")
+    found = us.visible_sockets(decisions, os.getuid(), (), str(table), "/nonexistent")
 
     assert found == (str(visible),)
 
@@ -96,14 +106,64 @@ def test_sockets_the_user_cannot_connect_to_are_left_alone(
     table = tmp_path / "unix"
     table.write_text(HEADER + row(str(visible)))
     os.chmod(visible, 0o755)  # owner may write; group and others may not
-    args = ([], True)
+    decisions = shown_under(tmp_path)
+    other = os.getuid() + 12345
 
-    assert us.visible_sockets(*args, os.getuid(), (), str(table), "/nonexistent")
-    others = us.visible_sockets(*args, os.getuid() + 12345, (), str(table), "/nonexistent")
-    assert others == ()
+    assert us.visible_sockets(decisions, os.getuid(), (), str(table), "/nonexistent")
+    assert us.visible_sockets(decisions, other, (), str(table), "/nonexistent") == ()
     os.chmod(visible, 0o757)
-    others = us.visible_sockets(*args, os.getuid() + 12345, (), str(table), "/nonexistent")
-    assert others == (str(visible),)
+    found = us.visible_sockets(decisions, other, (), str(table), "/nonexistent")
+    assert found == (str(visible),)
+
+
+def test_a_socket_gone_from_its_bound_path_in_a_writable_tree_is_searched_for(
+    tmp_path: Path, listening: list[Path]
+) -> None:
+    visible, _ = listening
+    table = tmp_path / "unix"
+    table.write_text(HEADER + row(str(visible)))
+    moved = tmp_path / "visible" / "x" / "y" / "z" / "w" / "moved.sock"
+    moved.parent.mkdir(parents=True)
+    os.rename(visible, moved)
+    decisions = [(str(tmp_path), "ro"), (str(tmp_path / "visible"), "rw")]
+
+    found = us.visible_sockets(decisions, os.getuid(), (), str(table), "/nonexistent")
+
+    assert found == (str(moved),)
+    assert us.visible_sockets(decisions[:1], os.getuid(), (), str(table), "/x") == ()
+
+
+def test_a_hard_linked_socket_is_found_under_every_name(
+    tmp_path: Path, listening: list[Path]
+) -> None:
+    visible, _ = listening
+    table = tmp_path / "unix"
+    table.write_text(HEADER + row(str(visible)))
+    link = tmp_path / "visible" / "p" / "q" / "r" / "s" / "link.sock"
+    link.parent.mkdir(parents=True)
+    os.link(visible, link)
+    decisions = [(str(tmp_path), "ro"), (str(tmp_path / "visible"), "rw")]
+
+    found = us.visible_sockets(decisions, os.getuid(), (), str(table), "/nonexistent")
+
+    assert found == tuple(sorted([str(visible), str(link)]))
+
+
+def test_too_large_a_search_is_refused(
+    tmp_path: Path, listening: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    visible, _ = listening
+    table = tmp_path / "unix"
+    table.write_text(HEADER + row(str(visible)))
+    visible.unlink()
+    for number in range(20):
+        (tmp_path / "visible" / f"f{number}").touch()
+    monkeypatch.setattr(us, "MAX_SEARCH", 10)
+    decisions = [(str(tmp_path), "rw")]
+
+    with pytest.raises(us.SearchTooLarge) as raised:
+        us.visible_sockets(decisions, os.getuid(), (), str(table), "/nonexistent")
+    assert raised.value.bound == str(visible)
 
 
 def test_a_socket_is_also_found_where_a_bind_mount_shows_it(tmp_path: Path) -> None:
@@ -129,5 +189,5 @@ def test_a_socket_bound_here_is_in_the_live_table(tmp_path: Path) -> None:
     with socket.socket(socket.AF_UNIX) as server:
         server.bind(str(path))
         assert str(path) in (us.bound_paths() or [])
-        found = us.visible_sockets([], True, os.getuid(), tuple(os.getgroups()))
+        found = us.visible_sockets([("/", "ro")], os.getuid(), tuple(os.getgroups()))
         assert found is not None and str(path) in found

@@ -323,7 +323,9 @@ class LinuxNamespaces(Platform):
         prefix_parents = [os.path.dirname(e.path) for e in policy.fs if e.mode == "rw-prefix"]
         facts = ec.path_facts(touched)
         facts += ec.listing_facts([*visited, *prefix_parents])
-        facts += [ec.bound_sockets_fact(arguments, found) for arguments, found in bound]
+        facts += [
+            ec.bound_sockets_fact(arguments, found) for arguments, found in bound if arguments
+        ]
         facts += ec.which_facts(os.path.basename(bwrap), search_path)
         facts += ec.content_facts([str(seccomp_file), bwrap])
         if os.path.basename(argv[0]) == "prlimit":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -339,3 +340,29 @@ def test_jail_mode_exposes_only_the_listed_paths(box: Box) -> None:
         "work": "ok",
     }
     assert (box.workspace / "made-in-jail").exists()
+
+
+def test_a_rule_reached_through_symlinks_does_not_uncover_a_deeper_deny(box: Box) -> None:
+    # rw: names a deep path that resolves to a shallow one; the deny inside it must still hold
+    real = box.root / "w"
+    box.write(real / "secret.txt", box.secret)
+    chain = box.root / "l1" / "l2" / "l3" / "l4"
+    box.mkdir(chain.parent)
+    chain.symlink_to(real)
+    box.config({"fs": [f"deny:{real / 'secret.txt'}", f"rw:{chain}"]})
+
+    found = box.probe(f"report(secret=read({str(real / 'secret.txt')!r}).decode())")
+
+    assert box.secret not in found["secret"]
+
+
+def test_a_deny_inside_egg_s_own_read_only_installation_holds(box: Box) -> None:
+    # the installation is bound read-only after every rule; a deny beneath it comes back on top
+    target = Path(sys.prefix).resolve() / "pyvenv.cfg"
+    if not target.is_file():
+        pytest.skip("egg is not installed in a virtual environment here")
+    box.config({"fs": [f"deny:{target}"]})
+
+    found = box.probe(f"report(cfg=read({str(target)!r}).decode())")
+
+    assert found["cfg"] == ""

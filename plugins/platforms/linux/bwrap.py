@@ -19,7 +19,7 @@ import glob
 import os
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +43,10 @@ SHARED_DIR_INSIDE = "/run/egg-session"
 #: host trees no sandbox sees: replaced by a tmpfs, or by its own /proc and /dev
 REPLACED_ROOTS = ("/tmp", "/var/tmp", "/run", "/proc", "/dev")
 
-#: more visible host sockets than this is an error rather than that many mounts (bwrap takes
-#: at most 9000 arguments)
+#: more visible host sockets than this is an error rather than that many mounts
 MAX_SOCKET_MASKS = 1000
+#: bubblewrap refuses more arguments than this
+BWRAP_MAX_ARGS = 9000
 
 #: what the table's socket masks of one launch rested on: the arguments of
 #: ``unix_sockets.visible_sockets`` (decisions, default, uid, gids), and what it returned
@@ -115,53 +116,28 @@ def build_args(
         args.append("--new-session")
     if policy.network_need != NEED_FULL:
         args.append("--unshare-net")
-    if policy.jail:
-        for path in (*JAIL_SYSTEM_PATHS, *request.extra_ro):
-            args += ["--ro-bind-try", path, path]
-    else:
-        args += ["--ro-bind", "/", "/"]
-    args += ["--dev", "/dev", "--proc", "/proc"]
-    # For a root caller, uid 0 inside is uid 0 on the host, and most sysctls check nothing but
-    # the uid (kernel.core_pattern would run a program as host root). bwrap's own cover of
-    # /proc/sys is skipped because the directory itself reports "not writable", so cover it here.
-    args += ["--ro-bind", "/proc/sys", "/proc/sys"]
-    args += ["--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger"]
-    args += ["--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
-    # /run holds the host's control sockets (system and session D-Bus, systemd, container
-    # engines): connect() works through a read-only mount, so the whole tree is replaced.
-    args += ["--tmpfs", "/run"]
-    if policy.network_need == NEED_FULL:
-        resolv = os.path.realpath("/etc/resolv.conf")
-        if resolv.startswith("/run/") and os.path.isfile(resolv):
-            args += ["--ro-bind", resolv, resolv]
-    if not policy.jail:
-        # sockets in the home directory (an IDE's, a tmux-like server's) that the read-only
-        # root would otherwise leave reachable; deeper rules mask their own trees again
-        for sock in host_sockets(policy.home, visited=visited):
-            args += ["--ro-bind", request.empty_file, sock]
-    remount: list[str] = []
-    placeholders = set(placeholder_paths(policy))
-    untrusted = untrusted_rules(policy)
-    ruled = _ruled(policy)
-    sockets = table_sockets(policy, request, bound)
-    for entry in pinned_entries(policy, sockets, mounted(policy, request)):
-        if entry.path in placeholders:
-            args += ["--ro-bind", request.empty_file, entry.path]
-            continue
-        if entry.path in untrusted:
-            continue
-        args += _entry_args(entry, request.empty_file, remount, visited, ruled)
-    if policy.jail:
-        for path in (policy.cwd, policy.home):
-            if probe(path).kind == "missing" or not _exposed(path, policy):
-                args += ["--dir", path]
-    for entry in policy.protected:
-        args += _entry_args(entry, request.empty_file, remount, visited)
-    if request.net_dir:
-        args += ["--ro-bind", request.net_dir, NET_DIR_INSIDE]
-    if request.shared_dir:
-        args += ["--bind", request.shared_dir, SHARED_DIR_INSIDE]
-    args += socket_masks(sockets, request.empty_file, args)
+    # Pass 1 lays out the mounts to learn what the sandbox will see; the kernel's socket table
+    # is read against that; pass 2 adds the guards it asks for, and every mask goes last.
+    first, _, remount = _mounts(policy, request)
+    decisions = mount_decisions(first, request.empty_file, remount)
+    sockets, guards = table_sockets(policy, decisions, bound)
+    mounts, scanned, remount = _mounts(policy, request, guards, visited)
+    final = unix_sockets._Judge(mount_decisions(mounts, request.empty_file, remount))
+    named = {real for real, mode in _ruled(policy) if mode in ("rw", "ro")}
+    masks = [
+        sock
+        for sock in dict.fromkeys([*sockets, *scanned])
+        if sock not in named and final.state(sock) != "hidden"
+    ]
+    if len(masks) > MAX_SOCKET_MASKS:
+        raise EnforcementError(
+            f"{len(masks)} host unix sockets would be visible in the sandbox, more than egg "
+            f"masks ({MAX_SOCKET_MASKS}); deny the directories that hold them "
+            f"(e.g. {os.path.dirname(masks[0])})"
+        )
+    args += mounts
+    for sock in masks:
+        args += ["--ro-bind", request.empty_file, sock]
     for path in remount:
         args += ["--remount-ro", path]
     args += ["--chdir", policy.cwd]
@@ -169,7 +145,135 @@ def build_args(
         args += ["--seccomp", str(request.seccomp_fd)]
     if request.status_fd is not None:
         args += ["--json-status-fd", str(request.status_fd)]
+    if len(args) + len(request.argv) > BWRAP_MAX_ARGS:
+        raise EnforcementError(
+            f"the sandbox needs {len(args)} bubblewrap arguments, more than it accepts "
+            f"({BWRAP_MAX_ARGS}); deny the directories with the most host sockets"
+        )
     return [*args, "--", *request.argv]
+
+
+def _depth(path: str) -> int:
+    return path.rstrip("/").count("/")
+
+
+def _mounts(
+    policy: EffectivePolicy,
+    request: BwrapRequest,
+    guards: Sequence[str] = (),
+    visited: list[str] | None = None,
+) -> tuple[list[str], list[str], list[str]]:
+    """The mount arguments in the order bwrap makes them, the sockets the directory scans found
+    (masked by the caller, after everything), and the directories to remount read-only.
+    ``guards`` are bound read-only (see :func:`table_sockets`); without ``visited``, nothing is
+    scanned.
+
+    After the root come the replaced trees and the rules, by the depth of the path they resolve
+    to (a replaced tree before a rule at the same path), so that a shallower mount never covers
+    a deeper one: ``ro:/var`` cannot bring the host's /var/tmp back, and a rule reached through
+    a symlink sorts where it lands. egg's protections go after every rule (nothing may cover
+    them), then the user's restrictive rules beneath them again (a protected read-only directory
+    must not uncover a ``deny`` inside it).
+    """
+    empty = request.empty_file
+    out: list[str] = []
+    if policy.jail:
+        for path in (*JAIL_SYSTEM_PATHS, *request.extra_ro):
+            out += ["--ro-bind-try", path, path]
+    else:
+        out += ["--ro-bind", "/", "/"]
+    out += ["--dev", "/dev", "--proc", "/proc"]
+    # For a root caller, uid 0 inside is uid 0 on the host, and most sysctls check nothing but
+    # the uid (kernel.core_pattern would run a program as host root). bwrap's own cover of
+    # /proc/sys is skipped because the directory itself reports "not writable", so cover it here.
+    out += ["--ro-bind", "/proc/sys", "/proc/sys"]
+    out += ["--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger"]
+    scanned: list[str] = []
+    if not policy.jail and visited is not None:
+        # sockets in the home directory (an IDE's, a tmux-like server's) that the read-only
+        # root would otherwise leave reachable
+        scanned += host_sockets(policy.home, visited=visited)
+    # (depth, rank, order, arguments): /tmp, /var/tmp and /run are replaced by a tmpfs — /run
+    # holds the host's control sockets (D-Bus, systemd, container engines), and connect()
+    # works through a read-only mount
+    blocks: list[tuple[int, int, int, list[str]]] = []
+    for order, root in enumerate(("/tmp", "/var/tmp", "/run")):
+        block = ["--tmpfs", root]
+        if root == "/run" and policy.network_need == NEED_FULL:
+            resolv = os.path.realpath("/etc/resolv.conf")
+            if resolv.startswith("/run/") and os.path.isfile(resolv):
+                block += ["--ro-bind", resolv, resolv]
+        blocks.append((_depth(root), 0, order, block))
+    remount: list[str] = []
+    placeholders = set(placeholder_paths(policy))
+    untrusted = untrusted_rules(policy)
+    ruled = _ruled(policy)
+    entries = pinned_entries(policy, guards)
+    for order, entry in enumerate(entries):
+        if entry.path in placeholders:
+            block = ["--ro-bind", empty, entry.path]
+        elif entry.path in untrusted:
+            continue
+        else:
+            block = _entry_args(entry, empty, remount, visited, ruled, scanned)
+        if block:
+            blocks.append((_depth(probe(entry.path).real), 1, order, block))
+    for _, _, _, block in sorted(blocks, key=lambda b: b[:3]):
+        out += block
+    if policy.jail:
+        for path in (policy.cwd, policy.home):
+            if probe(path).kind == "missing" or not _exposed(path, policy):
+                out += ["--dir", path]
+    shielded = []
+    for entry in policy.protected:
+        out += _entry_args(entry, empty, remount, visited, (), scanned)
+        if entry.mode != "deny":
+            shielded.append(probe(entry.path).real)
+    for entry in policy.fs:
+        real = probe(entry.path).real
+        if (
+            entry.mode in ("deny", "deny-write", "ro")
+            and entry.path not in untrusted
+            and entry.path not in placeholders
+            and any(_under(real, root) and real != root for root in shielded)
+        ):
+            out += _entry_args(entry, empty, remount, None, ruled)
+    if request.net_dir:
+        out += ["--ro-bind", request.net_dir, NET_DIR_INSIDE]
+    if request.shared_dir:
+        out += ["--bind", request.shared_dir, SHARED_DIR_INSIDE]
+    return out, scanned, remount
+
+
+def mount_decisions(
+    mounts: Sequence[str], empty_file: str, remount: Sequence[str]
+) -> list[tuple[str, str]]:
+    """What each mount of ``mounts`` (bwrap arguments, in order) does to the host paths below
+    it: ``(path, "rw" | "ro" | "hidden")``, for :mod:`egg_core.unix_sockets`. A bind of some
+    other source (egg's own directories, the empty file of a mask) hides the host's path."""
+    decisions: list[tuple[str, str]] = []
+    i = 0
+    while i < len(mounts):
+        op = mounts[i]
+        if op in ("--bind", "--bind-try", "--ro-bind", "--ro-bind-try"):
+            source, dest = mounts[i + 1], mounts[i + 2]
+            state = "rw" if op.startswith("--bind") else "ro"
+            decisions.append((dest, state if source == dest and source != empty_file else "hidden"))
+            i += 3
+        elif op in ("--tmpfs", "--dev", "--proc"):
+            decisions.append((mounts[i + 1], "hidden"))
+            i += 2
+        elif op == "--dir":  # only makes the directory (in the sandbox's root); covers nothing
+            i += 2
+        else:
+            raise ValueError(f"not a mount argument: {op}")
+    for path in remount:
+        for index in range(len(decisions) - 1, -1, -1):
+            if decisions[index][0] == path:
+                if decisions[index][1] == "rw":
+                    decisions[index] = (path, "ro")
+                break
+    return decisions
 
 
 def _under(path: str, root: str) -> bool:
@@ -297,58 +401,48 @@ def symlink_problems(policy: EffectivePolicy) -> list[str]:
     return list(dict.fromkeys(_symlink_guards(policy)[1]))
 
 
-def pinned_entries(
-    policy: EffectivePolicy,
-    sockets: Sequence[str] = (),
-    mounts: Sequence[tuple[str, str]] | None = None,
-) -> list[FsEntry]:
-    """``policy.fs`` plus what keeps protected paths, and masked ``sockets``, where they are.
+def pinned_entries(policy: EffectivePolicy, socket_guards: Sequence[str] = ()) -> list[FsEntry]:
+    """``policy.fs`` plus what keeps protected paths where they are, and ``guards``: writable
+    directories holding a symlink on the way to a host socket, bound read-only.
 
     A bind-mounted file cannot be replaced, but the directory holding it could be renamed away
     and recreated with a different file (``mv conf conf2; mkdir conf; echo ... >
     conf/base.yaml``). A mount point cannot be renamed, so every writable ancestor of an
     egg-protected, ``deny-write`` or ``ro`` path is bound onto itself, and a writable directory
-    holding a symlink on the way to one is bound read-only. Each bind goes after the rule that
-    makes the directory writable and before any deeper rule. The same holds a masked socket in
-    place: moved deeper, it would be reachable by the next run (the kernel's table keeps the
-    path it was bound at). ``mounts`` (:func:`mounted`) says which directories are writable.
+    holding a symlink on the way to one is bound read-only. The caller mounts by depth, so each
+    bind lands after the rule that makes the directory writable and before any deeper rule.
+    (Masked sockets are not pinned: one moved or linked elsewhere in a writable tree is searched
+    for by the next launch, see :mod:`egg_core.unix_sockets`.)
     """
     ruled = _ruled(policy)
-    writable = list(mounts) if mounts is not None else ruled
-    mount_points = {path for path, _ in writable}
+    mount_points = {path for path, _ in ruled}
     mount_points |= {probe(e.path).real for e in policy.protected}
     guards, _ = _symlink_guards(policy)
     guarded = [e.path for e in policy.protected]
     guarded += [e.path for e in policy.fs if e.mode in ("ro", "deny-write")]
     starts = [os.path.dirname(os.path.realpath(path)) for path in guarded]
     starts += [os.path.dirname(guard) for guard in guards]
-    starts += [os.path.dirname(sock) for sock in sockets]
     added: dict[str, FsEntry] = {}
-    for start in starts:
+
+    def pin(start: str, writable: Callable[[str], bool]) -> None:
         parent = start
         while parent != "/":
             if (
                 parent not in mount_points
                 and parent not in added
                 and os.path.isdir(parent)
-                and _governing_mode(parent, writable) in ("rw", "rw-prefix")
+                and writable(parent)
             ):
                 added[parent] = FsEntry("rw", parent, "egg: keeps a protected path in place")
             parent = os.path.dirname(parent)
+
+    for start in starts:
+        pin(start, lambda path: _governing_mode(path, ruled) in ("rw", "rw-prefix"))
     for guard in guards:
         added[guard] = FsEntry("ro", guard, "egg: holds a symlink to a protected path")
-    entries = list(policy.fs)
-    for extra in sorted(added.values(), key=lambda e: e.path.count("/")):
-        index = next(
-            (
-                i
-                for i, e in enumerate(entries)
-                if probe(e.path).real != extra.path and _under(probe(e.path).real, extra.path)
-            ),
-            len(entries),
-        )
-        entries.insert(index, extra)
-    return entries
+    for guard in socket_guards:
+        added[guard] = FsEntry("ro", guard, "egg: holds a symlink to a host socket")
+    return [*policy.fs, *sorted(added.values(), key=lambda e: e.path.count("/"))]
 
 
 def _exposed(path: str, policy: EffectivePolicy) -> bool:
@@ -365,7 +459,10 @@ def _entry_args(
     remount: list[str],
     visited: list[str] | None = None,
     ruled: Sequence[tuple[str, str]] = (),
+    scanned: list[str] | None = None,
 ) -> list[str]:
+    """One rule's mounts. With ``scanned``, sockets two levels below each directory it exposes
+    are collected there, for the caller to mask after every mount."""
     if entry.path == "/":
         return []  # jail mode (deny:/) and rw:/ are handled by the root mount
     fact = probe(entry.path)
@@ -375,17 +472,17 @@ def _entry_args(
     if entry.mode in ("rw", "ro", "deny-write", "rw-prefix"):
         flag = "--bind" if entry.mode in ("rw", "rw-prefix") else "--ro-bind"
         result = [flag, real, real]
+        exposed = [real] if fact.kind == "dir" else []
         if entry.mode == "rw-prefix":
             for sibling in prefix_siblings(entry.path):
                 sib = probe(sibling)
                 if sib.kind != "missing" and sib.real != real and not _planted(sibling, ruled):
                     result += ["--bind", sib.real, sib.real]
                     if sib.kind == "dir":
-                        for sock in host_sockets(sib.real, visited=visited):
-                            result += ["--ro-bind", empty_file, sock]
-        if fact.kind == "dir":
-            for sock in host_sockets(real, visited=visited):
-                result += ["--ro-bind", empty_file, sock]
+                        exposed.append(sib.real)
+        if scanned is not None:
+            for directory in exposed:
+                scanned += host_sockets(directory, visited=visited)
         return result
     # deny
     if fact.kind == "dir":
@@ -394,76 +491,54 @@ def _entry_args(
     return ["--ro-bind", empty_file, real]
 
 
-def mounted(policy: EffectivePolicy, request: BwrapRequest) -> list[tuple[str, str]]:
-    """(resolved path, mode) of every mount that decides what the sandbox sees below the root:
-    the replaced trees ("hidden"), the jail's system paths, the rules that are mounted, the
-    same-prefix siblings of ``rw-prefix`` rules, egg's protections. The deepest one at or above a
-    path decides (the later one at equal depth), as for :func:`_governing_mode`."""
-    found = [(root, "hidden") for root in REPLACED_ROOTS]
-    if policy.jail:
-        found += [(path, "ro") for path in (*JAIL_SYSTEM_PATHS, *request.extra_ro)]
-    ruled = _ruled(policy)
-    for entry in policy.fs:
-        if entry.mode == "rw-prefix" and entry.path not in untrusted_rules(policy):
-            real = probe(entry.path).real
-            for sibling in prefix_siblings(entry.path):
-                sib = probe(sibling)
-                if sib.kind != "missing" and sib.real != real and not _planted(sibling, ruled):
-                    found.append((sib.real, "rw"))
-    found += ruled
-    found += [(probe(e.path).real, e.mode) for e in policy.protected if e.path != "/"]
-    return found
-
-
 def table_sockets(
-    policy: EffectivePolicy, request: BwrapRequest, bound: list[BoundRecord] | None = None
-) -> list[str]:
-    """Host sockets from the kernel's table that the sandbox would see and could connect to.
+    policy: EffectivePolicy,
+    decisions: Sequence[tuple[str, str]],
+    bound: list[BoundRecord] | None = None,
+) -> tuple[list[str], list[str]]:
+    """Host sockets from the kernel's table that the sandbox would see (``decisions``, from
+    :func:`mount_decisions`) and could connect to, at any depth and at their bind-mount aliases;
+    and the writable directories to bind read-only because they hold a symlink on a socket's
+    bound path (replaced, it would send the next launch looking in the wrong place). Such a
+    symlink directly in a writable rule's root cannot be guarded: the launch is refused.
 
-    The directory scans stop two levels down (``~/.colima/default/docker.sock`` is three); the
-    table has no depth, and each socket is also looked for at its bind-mount aliases. Left out:
-    a socket that an ``rw:`` or ``ro:`` rule names exactly, which is how a user lets the sandbox
-    reach one (``ro:/var/lib/sss/pipes/nss``).
+    Left out: a socket that an ``rw:`` or ``ro:`` rule names exactly, which is how a user lets
+    the sandbox reach one (``ro:/var/lib/sss/pipes/nss``).
     """
-    decisions = tuple(
-        (path, mode not in ("deny", "hidden")) for path, mode in mounted(policy, request)
-    )
-    default = not policy.jail
+    frozen = tuple(decisions)
     uid = os.getuid()
     gids = tuple(sorted({os.getgid(), os.getegid(), *os.getgroups()}))
-    found = unix_sockets.visible_sockets(decisions, default, uid, gids)
-    if bound is not None:
-        bound.append(((decisions, default, uid, gids), found))
-    named = {real for real, mode in _ruled(policy) if mode in ("rw", "ro")}
-    return [path for path in found or () if path not in named]
-
-
-def socket_masks(sockets: Sequence[str], empty_file: str, args: Sequence[str]) -> list[str]:
-    """``--ro-bind EMPTY SOCKET`` for each socket ``args`` does not cover yet. They go after every
-    other mount, so that no rule's bind mount uncovers one again; the directories above each one
-    that the sandbox can write are pinned (:func:`pinned_entries`), so that a sandbox cannot move
-    one where a later run would not look.
-
-    A socket that disappears between this check and bwrap's mount makes bwrap create an empty
-    file there (in a writable directory) or fail the launch (elsewhere): both are safe.
-    """
-    if len(sockets) > MAX_SOCKET_MASKS:
+    try:
+        found = unix_sockets.visible_sockets(frozen, uid, gids)
+    except unix_sockets.SearchTooLarge as exc:
         raise EnforcementError(
-            f"{len(sockets)} host unix sockets would be visible in the sandbox, more than egg "
-            f"masks ({MAX_SOCKET_MASKS}); deny the directories that hold them "
-            f"(e.g. {os.path.dirname(sockets[0])})"
-        )
-    covered = {
-        args[i + 2]
-        for i in range(len(args) - 2)
-        if args[i] == "--ro-bind" and args[i + 1] == empty_file
-    }
-    result: list[str] = []
-    for sock in sockets:
-        if sock not in covered:
-            covered.add(sock)
-            result += ["--ro-bind", empty_file, sock]
-    return result
+            f"the host socket bound at {exc.bound} is no longer there (moved, or its path "
+            f"re-pointed, perhaps by an earlier sandbox), and {exc.root} is too large to search "
+            f"for it (over {unix_sockets.MAX_SEARCH} entries); restart the program that owns it"
+        ) from None
+    judge = unix_sockets._Judge(frozen)
+    roots = {root for root, _, _ in judge.rules}
+    guards: list[str] = []
+    linked: list[str] = []
+    for path in unix_sockets.bound_paths() or ():
+        for link in _symlinks_on_the_way(path):
+            parent = os.path.dirname(link)
+            if judge.state(parent) != "rw":
+                continue
+            linked.append(path)
+            if parent in roots:
+                raise EnforcementError(
+                    f"the host socket {path} is reached through {link}, a symlink in the "
+                    f"writable {parent}: a sandbox could point it elsewhere and reach the socket "
+                    "where it really is (bind the socket at a path without that symlink)"
+                )
+            if parent not in guards:
+                guards.append(parent)
+    if bound is not None:
+        bound.append(((frozen, uid, gids), found))
+        bound.append(((), tuple(linked)))  # their paths: a symlink replaced makes a fact stale
+    named = {real for real, mode in _ruled(policy) if mode in ("rw", "ro")}
+    return [path for path in found or () if path not in named], guards
 
 
 def host_sockets(
