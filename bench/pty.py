@@ -303,42 +303,30 @@ class Bench:
 
     # -- 1. throughput --
 
-    def raw(self, path: Path) -> tuple[float, int]:
-        proc = self.spawn(["sh", "-c", f"read x; cat {shlex.quote(str(path))}"])
-        time.sleep(0.2)  # let sh reach its read
+    def timed_cat(self, argv: list[str], pause: float, what: str) -> tuple[float, int]:
+        """Spawn ``argv`` (which waits for a key, then cats) in a PTY; time the key to EOF."""
+        proc = self.spawn(argv)
+        time.sleep(pause)  # let it reach its read
         with alarm(DRAIN_TIMEOUT):
             start = time.perf_counter()
             os.write(proc.fd, b"\r")
             got = drain(proc.fd)
             elapsed = time.perf_counter() - start
         if self.reap(proc) != 0:
-            raise RuntimeError("raw cat failed")
+            raise RuntimeError(f"{what} failed")
         return elapsed, got
+
+    def raw(self, path: Path) -> tuple[float, int]:
+        script = f"read x; cat {shlex.quote(str(path))}"
+        return self.timed_cat(["sh", "-c", script], 0.2, "raw cat")
 
     def relay_run(self, path: Path) -> tuple[float, int]:
         """util-linux ``script``: a C program that only copies between the command's PTY and its
         own terminal. No ring, no socket, no second process: the ceiling of any design that puts
         a relay between the program's PTY and the user's terminal."""
-        proc = self.spawn(
-            [
-                "script",
-                "-q",
-                "-E",
-                "never",
-                "/dev/null",
-                "-c",
-                f"read x; cat {shlex.quote(str(path))}",
-            ]
-        )
-        time.sleep(0.3)  # let script start and sh reach its read
-        with alarm(DRAIN_TIMEOUT):
-            start = time.perf_counter()
-            os.write(proc.fd, b"\r")
-            got = drain(proc.fd)
-            elapsed = time.perf_counter() - start
-        if self.reap(proc) != 0:
-            raise RuntimeError("script (the C relay) failed")
-        return elapsed, got
+        script = f"read x; cat {shlex.quote(str(path))}"
+        argv = ["script", "-q", "-E", "never", "/dev/null", "-c", script]
+        return self.timed_cat(argv, 0.3, "script (the C relay)")
 
     def tmux_run(self, path: Path) -> tuple[float, int]:
         server = f"{self.tag}-run"
