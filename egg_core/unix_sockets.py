@@ -12,14 +12,14 @@ platform makes, in the order it makes them; the last one at or above a path deci
 themselves do. ``state`` is ``"rw"``, ``"ro"`` or ``"hidden"`` (a tmpfs, a mask, egg's own
 directories); a path under none is hidden. Decisions are made on resolved paths. A socket is also
 looked for at every other place the host mounts its file system (bind-mount aliases, from
-``/proc/self/mountinfo``), and when one is no longer where it was bound (moved, or its path
-re-pointed) or has other hard links, every writable tree is searched for sockets.
+``/proc/self/mountinfo``).
 
 Not found here: sockets bound in another network namespace (inside a container) or by a relative
 path, sockets whose directory was renamed after they were bound (or bound through a path the user
-cannot resolve), and sockets bound after a launch; the platform's directory scans cover the first
-three near the top of exposed trees, and pins the directories above each masked socket so that a
-sandbox cannot move one away.
+cannot resolve), other hard links to a socket, and sockets bound after a launch. The platform's
+directory scans cover the first ones near the top of exposed trees; it pins the directories above
+each masked socket and guards symlinks on its path, so that a sandbox cannot move one away; a
+socket bound while a sandbox runs is that sandbox's to reach, move or link (a documented limit).
 
 This module imports only C-level standard modules: egg exec's cache uses it before anything else
 is loaded.
@@ -39,17 +39,6 @@ if TYPE_CHECKING:
 PROC_NET_UNIX = "/proc/net/unix"
 MOUNTINFO = "/proc/self/mountinfo"
 ACL_XATTR = "system.posix_acl_access"
-#: entries a search of the writable trees may visit before egg gives up (and refuses to launch)
-MAX_SEARCH = 200_000
-
-
-class SearchTooLarge(Exception):
-    """A socket left its bound path and the writable trees are too large to search for it."""
-
-    def __init__(self, bound: str, root: str) -> None:
-        super().__init__(bound, root)
-        self.bound = bound
-        self.root = root
 
 
 def parse_table(text: str) -> list[str]:
@@ -190,8 +179,7 @@ def visible_sockets(
 ) -> tuple[str, ...] | None:
     """Sorted resolved paths of the bound sockets that a sandbox described by ``decisions`` would
     see and that ``uid`` may connect to, each also at its bind-mount aliases; None when the table
-    cannot be read. Raises :class:`SearchTooLarge` when a socket left its bound path (or has other
-    hard links) and the writable trees hold more than :data:`MAX_SEARCH` entries."""
+    cannot be read."""
     paths = bound_paths(table)
     if paths is None:
         return None
@@ -200,15 +188,13 @@ def visible_sockets(
     found: set[str] = set()
     mount_table: list[tuple[str, str, str]] | None = None
     devices: set[str] = set()
-    strays: list[str] = []  # bound paths that no longer lead (only) to their socket
     for path in paths:
         parent, name = os.path.split(path)
         if parent not in parents:
             parents[parent] = os.path.realpath(parent)
         real = os.path.join(parents[parent], name)
         visible = judge.state(real) != "hidden"
-        writable = "rw" in (judge.state(real), judge.state(path))
-        if not visible and not writable:  # matters only if a bind mount shows it elsewhere
+        if not visible:  # matters only if a bind mount shows it elsewhere
             if mount_table is None:
                 mount_table = mounts(mountinfo)
                 devices = aliased_devices(mount_table)
@@ -217,16 +203,8 @@ def visible_sockets(
         try:
             st = os.lstat(real)
         except OSError:
-            if writable:
-                strays.append(path)  # moved, or the path re-pointed, inside a writable tree
-            continue
-        if not stat.S_ISSOCK(st.st_mode):
-            if writable:
-                strays.append(path)
-            continue
-        if st.st_nlink > 1:
-            strays.append(path)  # hard-linked: the other names may be anywhere writable
-        if not connectable(st, real, uid, gids):
+            continue  # unlinked, or moved, since it was bound
+        if not stat.S_ISSOCK(st.st_mode) or not connectable(st, real, uid, gids):
             continue
         if visible:
             found.add(real)
@@ -242,43 +220,4 @@ def visible_sockets(
                 continue
             if same and judge.state(alias) != "hidden":
                 found.add(alias)
-    if strays:
-        found.update(_search_writable(decisions, judge, strays[0], uid, gids))
     return tuple(sorted(found))
-
-
-def _search_writable(
-    decisions: Decisions, judge: _Judge, stray: str, uid: int, gids: Sequence[int]
-) -> list[str]:
-    """Every socket ``uid`` may connect to in the trees the sandbox can write, at any depth."""
-    roots = sorted({root for root, state in decisions if state == "rw"})
-    roots = [r for r in roots if not any(o != r and under(r, (o,)) for o in roots)]
-    found: list[str] = []
-    seen = 0
-    for top in roots:
-        stack = [top]
-        while stack:
-            directory = stack.pop()
-            try:
-                entries = os.scandir(directory)
-            except OSError:
-                continue
-            with entries:
-                for entry in entries:
-                    seen += 1
-                    if seen > MAX_SEARCH:
-                        raise SearchTooLarge(stray, top)
-                    try:
-                        if entry.is_dir(follow_symlinks=False):
-                            stack.append(entry.path)
-                            continue
-                        st = entry.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    if (
-                        stat.S_ISSOCK(st.st_mode)
-                        and judge.state(entry.path) != "hidden"
-                        and connectable(st, entry.path, uid, gids)
-                    ):
-                        found.append(entry.path)
-    return found

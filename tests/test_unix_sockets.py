@@ -116,56 +116,6 @@ def test_sockets_the_user_cannot_connect_to_are_left_alone(
     assert found == (str(visible),)
 
 
-def test_a_socket_gone_from_its_bound_path_in_a_writable_tree_is_searched_for(
-    tmp_path: Path, listening: list[Path]
-) -> None:
-    visible, _ = listening
-    table = tmp_path / "unix"
-    table.write_text(HEADER + row(str(visible)))
-    moved = tmp_path / "visible" / "x" / "y" / "z" / "w" / "moved.sock"
-    moved.parent.mkdir(parents=True)
-    os.rename(visible, moved)
-    decisions = [(str(tmp_path), "ro"), (str(tmp_path / "visible"), "rw")]
-
-    found = us.visible_sockets(decisions, os.getuid(), (), str(table), "/nonexistent")
-
-    assert found == (str(moved),)
-    assert us.visible_sockets(decisions[:1], os.getuid(), (), str(table), "/x") == ()
-
-
-def test_a_hard_linked_socket_is_found_under_every_name(
-    tmp_path: Path, listening: list[Path]
-) -> None:
-    visible, _ = listening
-    table = tmp_path / "unix"
-    table.write_text(HEADER + row(str(visible)))
-    link = tmp_path / "visible" / "p" / "q" / "r" / "s" / "link.sock"
-    link.parent.mkdir(parents=True)
-    os.link(visible, link)
-    decisions = [(str(tmp_path), "ro"), (str(tmp_path / "visible"), "rw")]
-
-    found = us.visible_sockets(decisions, os.getuid(), (), str(table), "/nonexistent")
-
-    assert found == tuple(sorted([str(visible), str(link)]))
-
-
-def test_too_large_a_search_is_refused(
-    tmp_path: Path, listening: list[Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    visible, _ = listening
-    table = tmp_path / "unix"
-    table.write_text(HEADER + row(str(visible)))
-    visible.unlink()
-    for number in range(20):
-        (tmp_path / "visible" / f"f{number}").touch()
-    monkeypatch.setattr(us, "MAX_SEARCH", 10)
-    decisions = [(str(tmp_path), "rw")]
-
-    with pytest.raises(us.SearchTooLarge) as raised:
-        us.visible_sockets(decisions, os.getuid(), (), str(table), "/nonexistent")
-    assert raised.value.bound == str(visible)
-
-
 def test_a_socket_is_also_found_where_a_bind_mount_shows_it(tmp_path: Path) -> None:
     mountinfo = tmp_path / "mountinfo"
     mountinfo.write_text(

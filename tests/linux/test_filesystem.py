@@ -366,3 +366,53 @@ def test_a_deny_inside_egg_s_own_read_only_installation_holds(box: Box) -> None:
     found = box.probe(f"report(cfg=read({str(target)!r}).decode())")
 
     assert found["cfg"] == ""
+
+
+def test_two_spellings_of_one_directory_the_deny_wins(box: Box) -> None:
+    box.write("a/secret/key.txt", box.secret)
+    (box.root / "s").symlink_to(box.workspace / "a" / "secret")
+    box.config({"fs": [f"deny:{box.root / 's'}", "rw:./a/secret"]})
+
+    found = box.probe("report(key=attempt(read, 'a/secret/key.txt'))")
+
+    assert found["key"] == "ENOENT"
+
+
+def test_a_symlinked_rule_onto_egg_s_installation_does_not_uncover_a_deny_in_it(
+    box: Box,
+) -> None:
+    venv = Path(sys.prefix).resolve()
+    target = venv / "pyvenv.cfg"
+    if not target.is_file():
+        pytest.skip("egg is not installed in a virtual environment here")
+    chain = box.root / "l1" / "l2" / "l3" / "l4" / "l5"
+    box.mkdir(chain.parent)
+    chain.symlink_to(venv)
+    box.config({"fs": [f"deny:{target}", f"ro:{chain}"]})
+
+    found = box.probe(f"report(cfg=read({str(target)!r}).decode())")
+
+    assert found["cfg"] == ""
+
+
+@pytest.mark.parametrize("rule", ["rw:/proc", "ro:/proc", "rw:/dev"])
+def test_a_rule_cannot_bring_back_the_hosts_proc_or_dev(box: Box, rule: str) -> None:
+    box.config({"fs": [rule]})
+
+    found = box.probe(
+        "report(pids=len([p for p in os.listdir('/proc') if p.isdigit()]),"
+        " core=attempt(write, '/proc/sys/kernel/core_pattern', b'|/bin/false'),"
+        " ro=bool(os.statvfs('/proc/sys').f_flag & os.ST_RDONLY))"
+    )
+
+    assert found["pids"] < 10  # the sandbox's own pid namespace
+    assert found["core"] != "ok"
+    assert found["ro"] is True
+
+
+def test_a_deny_inside_egg_home_does_not_break_the_launch(box: Box) -> None:
+    box.mkdir(box.egg_home / "stuff")
+    result = box.exec("sh", "-c", "touch started", config={"fs": [f"deny:{box.egg_home}/stuff"]})
+
+    assert result.returncode == 0, result.stderr
+    assert (box.workspace / "started").exists()

@@ -47,6 +47,8 @@ REPLACED_ROOTS = ("/tmp", "/var/tmp", "/run", "/proc", "/dev")
 MAX_SOCKET_MASKS = 1000
 #: bubblewrap refuses more arguments than this
 BWRAP_MAX_ARGS = 9000
+#: sockets found only by the directory scans (other network namespaces, or dead) masked at most
+MAX_SCANNED_MASKS = 200
 
 #: what the table's socket masks of one launch rested on: the arguments of
 #: ``unix_sockets.visible_sockets`` (decisions, default, uid, gids), and what it returned
@@ -121,7 +123,13 @@ def build_args(
     first, _, remount = _mounts(policy, request)
     decisions = mount_decisions(first, request.empty_file, remount)
     sockets, guards = table_sockets(policy, decisions, bound)
-    mounts, scanned, remount = _mounts(policy, request, guards, visited)
+    seen = unix_sockets._Judge(decisions)
+    mounts, scanned, remount = _mounts(policy, request, guards, visited, sockets, seen)
+    remount = [path for path in remount if not _covered_after(mounts, path)]
+    # A scan finds sockets of other network namespaces, and dead ones a sandbox left behind:
+    # only so many of those are masked, so that planting them cannot stop every launch.
+    in_table = set(unix_sockets.bound_paths() or ()) | set(sockets)
+    scanned = [s for s in dict.fromkeys(scanned) if s not in in_table][:MAX_SCANNED_MASKS]
     final = unix_sockets._Judge(mount_decisions(mounts, request.empty_file, remount))
     named = {real for real, mode in _ruled(policy) if mode in ("rw", "ro")}
     masks = [
@@ -153,6 +161,28 @@ def build_args(
     return [*args, "--", *request.argv]
 
 
+def _covered_after(mounts: Sequence[str], path: str) -> bool:
+    """Whether a mount made after the last one at ``path`` covers it (bwrap's --remount-ro of
+    ``path`` would then fail: it is no longer a mount point the sandbox can reach)."""
+    last = max((i for i, arg in enumerate(mounts) if arg == path and i > 0), default=-1)
+    return any(
+        arg.startswith("--") and i + 1 < len(mounts) and _covers(mounts, i, path)
+        for i, arg in enumerate(mounts)
+        if i > last
+    )
+
+
+def _covers(mounts: Sequence[str], i: int, path: str) -> bool:
+    op = mounts[i]
+    if op in ("--bind", "--bind-try", "--ro-bind", "--ro-bind-try"):
+        dest = mounts[i + 2]
+    elif op in ("--tmpfs", "--dev", "--proc"):
+        dest = mounts[i + 1]
+    else:
+        return False
+    return _under(path, dest)
+
+
 def _depth(path: str) -> int:
     return path.rstrip("/").count("/")
 
@@ -162,11 +192,13 @@ def _mounts(
     request: BwrapRequest,
     guards: Sequence[str] = (),
     visited: list[str] | None = None,
+    sockets: Sequence[str] = (),
+    seen: unix_sockets._Judge | None = None,
 ) -> tuple[list[str], list[str], list[str]]:
     """The mount arguments in the order bwrap makes them, the sockets the directory scans found
     (masked by the caller, after everything), and the directories to remount read-only.
-    ``guards`` are bound read-only (see :func:`table_sockets`); without ``visited``, nothing is
-    scanned.
+    ``guards`` are bound read-only (see :func:`table_sockets`) and the writable directories
+    above ``sockets`` pinned (:func:`pinned_entries`); without ``visited``, nothing is scanned.
 
     After the root come the replaced trees and the rules, by the depth of the path they resolve
     to (a replaced tree before a rule at the same path), so that a shallower mount never covers
@@ -182,12 +214,6 @@ def _mounts(
             out += ["--ro-bind-try", path, path]
     else:
         out += ["--ro-bind", "/", "/"]
-    out += ["--dev", "/dev", "--proc", "/proc"]
-    # For a root caller, uid 0 inside is uid 0 on the host, and most sysctls check nothing but
-    # the uid (kernel.core_pattern would run a program as host root). bwrap's own cover of
-    # /proc/sys is skipped because the directory itself reports "not writable", so cover it here.
-    out += ["--ro-bind", "/proc/sys", "/proc/sys"]
-    out += ["--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger"]
     scanned: list[str] = []
     if not policy.jail and visited is not None:
         # sockets in the home directory (an IDE's, a tmux-like server's) that the read-only
@@ -208,7 +234,7 @@ def _mounts(
     placeholders = set(placeholder_paths(policy))
     untrusted = untrusted_rules(policy)
     ruled = _ruled(policy)
-    entries = pinned_entries(policy, guards)
+    entries = pinned_entries(policy, guards, sockets, seen)
     for order, entry in enumerate(entries):
         if entry.path in placeholders:
             block = ["--ro-bind", empty, entry.path]
@@ -217,9 +243,17 @@ def _mounts(
         else:
             block = _entry_args(entry, empty, remount, visited, ruled, scanned)
         if block:
-            blocks.append((_depth(probe(entry.path).real), 1, order, block))
+            rank = 1 + _MODE_RANK[entry.mode]
+            blocks.append((_depth(probe(entry.path).real), rank, order, block))
     for _, _, _, block in sorted(blocks, key=lambda b: b[:3]):
         out += block
+    # After every rule, so that none (rw:/proc, a symlink to /) can cover them. For a root
+    # caller, uid 0 inside is uid 0 on the host, and most sysctls check nothing but the uid
+    # (kernel.core_pattern would run a program as host root). bwrap's own cover of /proc/sys is
+    # skipped because the directory itself reports "not writable", so cover it here.
+    out += ["--dev", "/dev", "--proc", "/proc"]
+    out += ["--ro-bind", "/proc/sys", "/proc/sys"]
+    out += ["--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger"]
     if policy.jail:
         for path in (policy.cwd, policy.home):
             if probe(path).kind == "missing" or not _exposed(path, policy):
@@ -229,7 +263,8 @@ def _mounts(
         out += _entry_args(entry, empty, remount, visited, (), scanned)
         if entry.mode != "deny":
             shielded.append(probe(entry.path).real)
-    for entry in policy.fs:
+    again = []
+    for order, entry in enumerate(policy.fs):
         real = probe(entry.path).real
         if (
             entry.mode in ("deny", "deny-write", "ro")
@@ -237,7 +272,9 @@ def _mounts(
             and entry.path not in placeholders
             and any(_under(real, root) and real != root for root in shielded)
         ):
-            out += _entry_args(entry, empty, remount, None, ruled)
+            again.append((_depth(real), _MODE_RANK[entry.mode], order, entry))
+    for _, _, _, entry in sorted(again, key=lambda item: item[:3]):
+        out += _entry_args(entry, empty, remount, None, ruled)
     if request.net_dir:
         out += ["--ro-bind", request.net_dir, NET_DIR_INSIDE]
     if request.shared_dir:
@@ -280,14 +317,20 @@ def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
+#: at equal depth the more restrictive rule is mounted last and wins (as policy.py orders rules)
+_MODE_RANK = {"rw": 0, "rw-prefix": 0, "ro": 1, "deny-write": 2, "deny": 3}
+
+
 def _governing_mode(real: str, ruled: Sequence[tuple[str, str]]) -> str | None:
     """The mode of the rule whose mount decides ``real`` (the deepest one at or above it, the
-    later one at equal depth); None when only the root mount does."""
-    best: tuple[str, str] | None = None
+    more restrictive one at equal depth); None when only the root mount does."""
+    best: tuple[int, int, str] | None = None
     for path, mode in ruled:
-        if _under(real, path) and (best is None or path.count("/") >= best[0].count("/")):
-            best = (path, mode)
-    return best[1] if best else None
+        if _under(real, path):
+            key = (_depth(path), _MODE_RANK.get(mode, 0), mode)
+            if best is None or key[:2] >= best[:2]:
+                best = key
+    return best[2] if best else None
 
 
 def _ruled(policy: EffectivePolicy, *, everything: bool = False) -> list[tuple[str, str]]:
@@ -401,18 +444,24 @@ def symlink_problems(policy: EffectivePolicy) -> list[str]:
     return list(dict.fromkeys(_symlink_guards(policy)[1]))
 
 
-def pinned_entries(policy: EffectivePolicy, socket_guards: Sequence[str] = ()) -> list[FsEntry]:
-    """``policy.fs`` plus what keeps protected paths where they are, and ``guards``: writable
-    directories holding a symlink on the way to a host socket, bound read-only.
+def pinned_entries(
+    policy: EffectivePolicy,
+    socket_guards: Sequence[str] = (),
+    sockets: Sequence[str] = (),
+    seen: unix_sockets._Judge | None = None,
+) -> list[FsEntry]:
+    """``policy.fs`` plus what keeps protected paths and masked ``sockets`` where they are, and
+    ``socket_guards``: writable directories holding a symlink on the way to a host socket, bound
+    read-only. ``seen`` (the mounts without these) says which directories the sandbox can write.
 
     A bind-mounted file cannot be replaced, but the directory holding it could be renamed away
     and recreated with a different file (``mv conf conf2; mkdir conf; echo ... >
     conf/base.yaml``). A mount point cannot be renamed, so every writable ancestor of an
     egg-protected, ``deny-write`` or ``ro`` path is bound onto itself, and a writable directory
-    holding a symlink on the way to one is bound read-only. The caller mounts by depth, so each
-    bind lands after the rule that makes the directory writable and before any deeper rule.
-    (Masked sockets are not pinned: one moved or linked elsewhere in a writable tree is searched
-    for by the next launch, see :mod:`egg_core.unix_sockets`.)
+    holding a symlink on the way to one is bound read-only. A masked socket is held the same
+    way: moved deeper, it would be reachable by the next run (the kernel's table keeps the path
+    it was bound at). The caller mounts by depth, so each bind lands after the rule that makes
+    the directory writable and before any deeper rule.
     """
     ruled = _ruled(policy)
     mount_points = {path for path, _ in ruled}
@@ -438,6 +487,10 @@ def pinned_entries(policy: EffectivePolicy, socket_guards: Sequence[str] = ()) -
 
     for start in starts:
         pin(start, lambda path: _governing_mode(path, ruled) in ("rw", "rw-prefix"))
+    if seen is not None:
+        mount_points |= {root for root, _, _ in seen.rules}
+        for sock in sockets:
+            pin(os.path.dirname(sock), lambda path: seen.state(path) == "rw")
     for guard in guards:
         added[guard] = FsEntry("ro", guard, "egg: holds a symlink to a protected path")
     for guard in socket_guards:
@@ -508,14 +561,7 @@ def table_sockets(
     frozen = tuple(decisions)
     uid = os.getuid()
     gids = tuple(sorted({os.getgid(), os.getegid(), *os.getgroups()}))
-    try:
-        found = unix_sockets.visible_sockets(frozen, uid, gids)
-    except unix_sockets.SearchTooLarge as exc:
-        raise EnforcementError(
-            f"the host socket bound at {exc.bound} is no longer there (moved, or its path "
-            f"re-pointed, perhaps by an earlier sandbox), and {exc.root} is too large to search "
-            f"for it (over {unix_sockets.MAX_SEARCH} entries); restart the program that owns it"
-        ) from None
+    found = unix_sockets.visible_sockets(frozen, uid, gids)
     judge = unix_sockets._Judge(frozen)
     roots = {root for root, _, _ in judge.rules}
     guards: list[str] = []
