@@ -416,3 +416,17 @@ def test_a_deny_inside_egg_home_does_not_break_the_launch(box: Box) -> None:
 
     assert result.returncode == 0, result.stderr
     assert (box.workspace / "started").exists()
+
+
+def test_rules_under_proc_and_dev_still_apply(box: Box) -> None:
+    # the sandbox's /proc and /dev are mounted before deeper rules, not over them
+    device = next((d for d in ("/dev/fuse", "/dev/kvm", "/dev/net/tun") if os.path.exists(d)), None)
+    rules = ["deny:/proc/kallsyms"] + ([f"rw:{device}"] if device else [])
+    box.config({"fs": rules})
+
+    found = box.probe(
+        "report(kallsyms=len(read('/proc/kallsyms')),"
+        f" device={device!r} is None or os.path.exists({device!r}))"
+    )
+
+    assert found == {"kallsyms": 0, "device": True}

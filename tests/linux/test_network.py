@@ -11,6 +11,7 @@ import shutil
 import socket
 import struct
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -633,6 +634,43 @@ def test_a_masked_socket_cannot_be_moved_where_the_next_run_would_not_look(
     assert "ok" not in found.values(), found
     assert path.exists()
     assert server.received_nothing()
+
+
+def test_dead_sockets_a_sandbox_leaves_cannot_crowd_out_a_scanned_socket(
+    box: Box, listen: Listen
+) -> None:
+    # a socket bound in another network namespace is not in this one's table: only the scan of
+    # home finds it, and 250 dead ones in the workspace must not use up the scan's masks first
+    box.py(
+        "import socket\nos.makedirs('litter')\n"
+        "for n in range(250):\n"
+        "    socket.socket(socket.AF_UNIX).bind(f'litter/{n}.sock')\n"
+    )
+    path = box.home / ".ide" / "other-netns.sock"
+    box.mkdir(path.parent)
+    server = subprocess.Popen(
+        [
+            "unshare",
+            "--net",
+            sys.executable,
+            "-c",
+            "import socket, sys, time\n"
+            f"s = socket.socket(socket.AF_UNIX); s.bind({str(path)!r}); s.listen()\n"
+            "print('ready', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+        os.chmod(path, 0o777)
+
+        found = box.probe(f"report(connect=attempt(connect, socket.AF_UNIX, {str(path)!r}))")
+
+        assert found["connect"] != "ok"
+    finally:
+        server.kill()
+        server.wait()
 
 
 def test_dead_sockets_a_sandbox_leaves_behind_cannot_stop_launches(box: Box) -> None:

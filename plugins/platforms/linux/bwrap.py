@@ -128,8 +128,12 @@ def build_args(
     remount = [path for path in remount if not _covered_after(mounts, path)]
     # A scan finds sockets of other network namespaces, and dead ones a sandbox left behind:
     # only so many of those are masked, so that planting them cannot stop every launch.
+    # Those in trees the sandbox can write go last: it could have planted them there.
     in_table = set(unix_sockets.bound_paths() or ()) | set(sockets)
-    scanned = [s for s in dict.fromkeys(scanned) if s not in in_table][:MAX_SCANNED_MASKS]
+    scanned = sorted(
+        (s for s in dict.fromkeys(scanned) if s not in in_table),
+        key=lambda sock: seen.state(os.path.dirname(sock)) == "rw",
+    )[:MAX_SCANNED_MASKS]
     final = unix_sockets._Judge(mount_decisions(mounts, request.empty_file, remount))
     named = {real for real, mode in _ruled(policy) if mode in ("rw", "ro")}
     masks = [
@@ -245,13 +249,15 @@ def _mounts(
         if block:
             rank = 1 + _MODE_RANK[entry.mode]
             blocks.append((_depth(probe(entry.path).real), rank, order, block))
+    # The sandbox's own /dev and /proc go after every rule at their depth or above (rw:/proc,
+    # a symlink to /) and before deeper ones (rw:/dev/kvm, deny:/proc/kallsyms).
+    blocks.append((1, len(_MODE_RANK) + 1, 0, ["--dev", "/dev", "--proc", "/proc"]))
     for _, _, _, block in sorted(blocks, key=lambda b: b[:3]):
         out += block
-    # After every rule, so that none (rw:/proc, a symlink to /) can cover them. For a root
-    # caller, uid 0 inside is uid 0 on the host, and most sysctls check nothing but the uid
-    # (kernel.core_pattern would run a program as host root). bwrap's own cover of /proc/sys is
-    # skipped because the directory itself reports "not writable", so cover it here.
-    out += ["--dev", "/dev", "--proc", "/proc"]
+    # For a root caller, uid 0 inside is uid 0 on the host, and most sysctls check nothing but
+    # the uid (kernel.core_pattern would run a program as host root). bwrap's own cover of
+    # /proc/sys is skipped because the directory itself reports "not writable", so cover it here,
+    # after every rule.
     out += ["--ro-bind", "/proc/sys", "/proc/sys"]
     out += ["--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger"]
     if policy.jail:
