@@ -384,27 +384,25 @@ def unix_listener(box: Box, listen: Listen, path: Path) -> Listener:
     return listener
 
 
+def assert_unreachable(box: Box, listen: Listen, path: Path) -> None:
+    """A host socket listening at ``path``: connecting from the sandbox fails, nothing arrives."""
+    server = unix_listener(box, listen, path)
+
+    found = box.probe(f"report(connect=attempt(connect, socket.AF_UNIX, {str(path)!r}))")
+
+    assert found["connect"] != "ok"
+    assert server.received_nothing()
+
+
 @pytest.mark.parametrize("relative", ["tmux.sock", "tmux-1000/default"])
 def test_host_socket_in_the_workspace_is_unreachable(
     box: Box, listen: Listen, relative: str
 ) -> None:
-    path = box.workspace / relative
-    server = unix_listener(box, listen, path)
-
-    found = box.probe(f"report(connect=attempt(connect, socket.AF_UNIX, {str(path)!r}))")
-
-    assert found["connect"] != "ok"
-    assert server.received_nothing()
+    assert_unreachable(box, listen, box.workspace / relative)
 
 
 def test_host_socket_in_home_is_unreachable(box: Box, listen: Listen) -> None:
-    path = box.home / ".ide" / "ipc.sock"
-    server = unix_listener(box, listen, path)
-
-    found = box.probe(f"report(connect=attempt(connect, socket.AF_UNIX, {str(path)!r}))")
-
-    assert found["connect"] != "ok"
-    assert server.received_nothing()
+    assert_unreachable(box, listen, box.home / ".ide" / "ipc.sock")
 
 
 @pytest.mark.parametrize(
@@ -418,34 +416,18 @@ def test_host_socket_in_home_is_unreachable(box: Box, listen: Listen) -> None:
 )
 def test_host_socket_deep_in_home_is_unreachable(box: Box, listen: Listen, relative: str) -> None:
     # container engines' sockets three or four levels down: below what directory scans reach
-    path = box.home / relative
-    server = unix_listener(box, listen, path)
-
-    found = box.probe(f"report(connect=attempt(connect, socket.AF_UNIX, {str(path)!r}))")
-
-    assert found["connect"] != "ok"
-    assert server.received_nothing()
+    assert_unreachable(box, listen, box.home / relative)
 
 
 def test_host_socket_deep_in_the_workspace_is_unreachable(box: Box, listen: Listen) -> None:
-    path = box.workspace / "services" / "db" / "run" / "deep" / "postgres.sock"
-    server = unix_listener(box, listen, path)
-
-    found = box.probe(f"report(connect=attempt(connect, socket.AF_UNIX, {str(path)!r}))")
-
-    assert found["connect"] != "ok"
-    assert server.received_nothing()
+    assert_unreachable(
+        box, listen, box.workspace / "services" / "db" / "run" / "deep" / "postgres.sock"
+    )
 
 
 def test_host_socket_outside_home_and_workspace_is_unreachable(box: Box, listen: Listen) -> None:
     # the read-only root shows the whole host; the socket is in no directory any rule names
-    path = box.root / "srv" / "engine" / "api.sock"
-    server = unix_listener(box, listen, path)
-
-    found = box.probe(f"report(connect=attempt(connect, socket.AF_UNIX, {str(path)!r}))")
-
-    assert found["connect"] != "ok"
-    assert server.received_nothing()
+    assert_unreachable(box, listen, box.root / "srv" / "engine" / "api.sock")
 
 
 def test_host_datagram_socket_deep_in_home_is_unreachable(box: Box, listen: Listen) -> None:
