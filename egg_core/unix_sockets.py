@@ -89,12 +89,6 @@ class _Judge:
                 return state
         return "hidden"
 
-    def root(self, path: str) -> str | None:
-        for root, prefix, _ in self.rules:
-            if path == root or path.startswith(prefix):
-                return root
-        return None
-
 
 def connectable(st: os.stat_result, path: str, uid: int, gids: Sequence[int]) -> bool:
     """Whether ``uid`` may connect to the socket (write permission), judged as the kernel does
