@@ -125,7 +125,7 @@ def build_args(
     sockets, guards = table_sockets(policy, decisions, bound)
     seen = unix_sockets._Judge(decisions)
     mounts, scanned, remount = _mounts(policy, request, guards, visited, sockets, seen)
-    remount = [path for path in remount if not _covered_after(mounts, path)]
+    remount = [path for path in dict.fromkeys(remount) if not _covered_after(mounts, path)]
     # A scan finds sockets of other network namespaces, and dead ones a sandbox left behind:
     # only so many of those are masked, so that planting them cannot stop every launch.
     # Those in trees the sandbox can write go last: it could have planted them there.
