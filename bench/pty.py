@@ -218,6 +218,16 @@ def quiet_read(fd: int, start: float, first_timeout: float = 10.0) -> tuple[floa
         got += len(data)
 
 
+def key_to_eof(fd: int) -> tuple[float, int]:
+    """Type the key that starts the producer into ``fd``; drain it to end of file: (seconds,
+    bytes)."""
+    with alarm(DRAIN_TIMEOUT):
+        start = time.perf_counter()
+        os.write(fd, b"\r")
+        got = drain(fd)
+        return time.perf_counter() - start, got
+
+
 class Bench:
     def __init__(self, root: Path, egg: str) -> None:
         self.root = root
@@ -307,11 +317,7 @@ class Bench:
         """Spawn ``argv`` (which waits for a key, then cats) in a PTY; time the key to EOF."""
         proc = self.spawn(argv)
         time.sleep(pause)  # let it reach its read
-        with alarm(DRAIN_TIMEOUT):
-            start = time.perf_counter()
-            os.write(proc.fd, b"\r")
-            got = drain(proc.fd)
-            elapsed = time.perf_counter() - start
+        elapsed, got = key_to_eof(proc.fd)
         if self.reap(proc) != 0:
             raise RuntimeError(f"{what} failed")
         return elapsed, got
@@ -336,11 +342,7 @@ class Bench:
         )
         client = self.spawn(["tmux", "-L", server, "attach", "-t", "run"])
         settle(client.fd)
-        with alarm(DRAIN_TIMEOUT):
-            start = time.perf_counter()
-            os.write(client.fd, b"\r")
-            got = drain(client.fd)
-            elapsed = time.perf_counter() - start
+        elapsed, got = key_to_eof(client.fd)
         self.reap(client)
         self.tmux(server, "kill-server", check=False)
         return elapsed, got
@@ -349,11 +351,7 @@ class Bench:
         paths = self.egg_run(f"read x; cat {shlex.quote(str(path))}")
         client = self.spawn([self.egg, "attach", paths.id])
         settle(client.fd)
-        with alarm(DRAIN_TIMEOUT):
-            start = time.perf_counter()
-            os.write(client.fd, b"\r")
-            got = drain(client.fd)
-            elapsed = time.perf_counter() - start
+        elapsed, got = key_to_eof(client.fd)
         if self.reap(client) != 0:
             raise RuntimeError(f"egg attach {paths.id} did not exit 0 (see {paths.log})")
         return elapsed, got
