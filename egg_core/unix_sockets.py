@@ -74,10 +74,10 @@ def under(path: str, roots: Iterable[str]) -> bool:
 
 def shown(path: str, decisions: Decisions) -> bool:
     """Whether the sandbox sees ``path`` (a resolved path): the last decision above it says."""
-    return _Judge(decisions).state(path) != "hidden"
+    return Judge(decisions).state(path) != "hidden"
 
 
-class _Judge:
+class Judge:
     """The state of many paths under the same decisions."""
 
     def __init__(self, decisions: Decisions) -> None:
@@ -177,7 +177,13 @@ def visible_sockets(
     paths = bound_paths(table)
     if paths is None:
         return None
-    judge = _Judge(decisions)
+    return judge_sockets(paths, Judge(decisions), uid, gids, mountinfo)
+
+
+def judge_sockets(
+    paths: Iterable[str], judge: Judge, uid: int, gids: Sequence[int], mountinfo: str = MOUNTINFO
+) -> tuple[str, ...]:
+    """:func:`visible_sockets` for bound ``paths`` already read from the table."""
     parents: dict[str, str] = {}  # sockets share directories: resolve each directory once
     found: set[str] = set()
     mount_table: list[tuple[str, str, str]] | None = None

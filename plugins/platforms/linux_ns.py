@@ -316,16 +316,15 @@ class LinuxNamespaces(Platform):
         touched = [e.path for e in (*policy.fs, *policy.protected)]
         touched += [policy.cwd, policy.home, "/etc/resolv.conf", *placeholders]
         touched += [a for a in argv if a.startswith("/")]
-        for _, paths in bound:
-            touched += paths or ()  # each bound socket's path: still a socket, still there
+        for _, found, linked in bound:
+            # each masked socket still a socket, still there; no symlink on a guarded path replaced
+            touched += [*(found or ()), *linked]
         # where each path leads now: a dangling symlink whose target appears changes the launch
         touched += [os.path.realpath(path) for path in touched]
         prefix_parents = [os.path.dirname(e.path) for e in policy.fs if e.mode == "rw-prefix"]
         facts = ec.path_facts(touched)
         facts += ec.listing_facts([*visited, *prefix_parents])
-        facts += [
-            ec.bound_sockets_fact(arguments, found) for arguments, found in bound if arguments
-        ]
+        facts += [ec.bound_sockets_fact(arguments, found) for arguments, found, _ in bound]
         facts += ec.which_facts(os.path.basename(bwrap), search_path)
         facts += ec.content_facts([str(seccomp_file), bwrap])
         if os.path.basename(argv[0]) == "prlimit":

@@ -40,8 +40,8 @@ SANDBOX_HOSTNAME = "egg"
 NET_DIR_INSIDE = "/run/egg-net"
 #: where the session's shared directory (the browser-open outbox) appears inside
 SHARED_DIR_INSIDE = "/run/egg-session"
-#: host trees no sandbox sees: replaced by a tmpfs, or by its own /proc and /dev
-REPLACED_ROOTS = ("/tmp", "/var/tmp", "/run", "/proc", "/dev")
+#: host trees every sandbox gets a tmpfs over (/run holds the host's control sockets)
+TMPFS_ROOTS = ("/tmp", "/var/tmp", "/run")
 
 #: more visible host sockets than this is an error rather than that many mounts
 MAX_SOCKET_MASKS = 1000
@@ -51,8 +51,9 @@ BWRAP_MAX_ARGS = 9000
 MAX_SCANNED_MASKS = 200
 
 #: what the table's socket masks of one launch rested on: the arguments of
-#: ``unix_sockets.visible_sockets`` (decisions, default, uid, gids), and what it returned
-BoundRecord = tuple[tuple[Any, ...], tuple[str, ...] | None]
+#: ``unix_sockets.visible_sockets`` (decisions, uid, gids), what it returned, and the bound
+#: paths that pass through a symlink in a writable directory
+BoundRecord = tuple[tuple[Any, ...], tuple[str, ...] | None, tuple[str, ...]]
 
 
 @attrs.frozen
@@ -122,20 +123,22 @@ def build_args(
     # is read against that; pass 2 adds the guards it asks for, and every mask goes last.
     first, _, remount = _mounts(policy, request)
     decisions = mount_decisions(first, request.empty_file, remount)
-    sockets, guards = table_sockets(policy, decisions, bound)
-    seen = unix_sockets._Judge(decisions)
+    seen = unix_sockets.Judge(decisions)
+    # a socket an rw: or ro: rule names exactly is how a user lets the sandbox reach one
+    named = {real for real, mode in _ruled(policy) if mode in ("rw", "ro")}
+    sockets, guards, table = table_sockets(decisions, seen, named, bound)
     mounts, scanned, remount = _mounts(policy, request, guards, visited, sockets, seen)
-    remount = [path for path in dict.fromkeys(remount) if not _covered_after(mounts, path)]
+    final_decisions = mount_decisions(mounts, request.empty_file, [])
+    remount = [p for p in dict.fromkeys(remount) if not _covered_after(final_decisions, p)]
     # A scan finds sockets of other network namespaces, and dead ones a sandbox left behind:
     # only so many of those are masked, so that planting them cannot stop every launch.
     # Those in trees the sandbox can write go last: it could have planted them there.
-    in_table = set(unix_sockets.bound_paths() or ()) | set(sockets)
+    in_table = set(table) | set(sockets)
     scanned = sorted(
         (s for s in dict.fromkeys(scanned) if s not in in_table),
         key=lambda sock: seen.state(os.path.dirname(sock)) == "rw",
     )[:MAX_SCANNED_MASKS]
-    final = unix_sockets._Judge(mount_decisions(mounts, request.empty_file, remount))
-    named = {real for real, mode in _ruled(policy) if mode in ("rw", "ro")}
+    final = unix_sockets.Judge(mount_decisions(mounts, request.empty_file, remount))
     masks = [
         sock
         for sock in dict.fromkeys([*sockets, *scanned])
@@ -165,26 +168,11 @@ def build_args(
     return [*args, "--", *request.argv]
 
 
-def _covered_after(mounts: Sequence[str], path: str) -> bool:
-    """Whether a mount made after the last one at ``path`` covers it (bwrap's --remount-ro of
-    ``path`` would then fail: it is no longer a mount point the sandbox can reach)."""
-    last = max((i for i, arg in enumerate(mounts) if arg == path and i > 0), default=-1)
-    return any(
-        arg.startswith("--") and i + 1 < len(mounts) and _covers(mounts, i, path)
-        for i, arg in enumerate(mounts)
-        if i > last
-    )
-
-
-def _covers(mounts: Sequence[str], i: int, path: str) -> bool:
-    op = mounts[i]
-    if op in ("--bind", "--bind-try", "--ro-bind", "--ro-bind-try"):
-        dest = mounts[i + 2]
-    elif op in ("--tmpfs", "--dev", "--proc"):
-        dest = mounts[i + 1]
-    else:
-        return False
-    return _under(path, dest)
+def _covered_after(decisions: Sequence[tuple[str, str]], path: str) -> bool:
+    """Whether a mount made after the last one at ``path`` covers it (``decisions`` from
+    :func:`mount_decisions`): bwrap's --remount-ro of ``path`` would then fail."""
+    last = max((i for i, (root, _) in enumerate(decisions) if root == path), default=-1)
+    return any(_under(path, root) for root, _ in decisions[last + 1 :])
 
 
 def _depth(path: str) -> int:
@@ -197,7 +185,7 @@ def _mounts(
     guards: Sequence[str] = (),
     visited: list[str] | None = None,
     sockets: Sequence[str] = (),
-    seen: unix_sockets._Judge | None = None,
+    seen: unix_sockets.Judge | None = None,
 ) -> tuple[list[str], list[str], list[str]]:
     """The mount arguments in the order bwrap makes them, the sockets the directory scans found
     (masked by the caller, after everything), and the directories to remount read-only.
@@ -227,7 +215,7 @@ def _mounts(
     # holds the host's control sockets (D-Bus, systemd, container engines), and connect()
     # works through a read-only mount
     blocks: list[tuple[int, int, int, list[str]]] = []
-    for order, root in enumerate(("/tmp", "/var/tmp", "/run")):
+    for order, root in enumerate(TMPFS_ROOTS):
         block = ["--tmpfs", root]
         if root == "/run" and policy.network_need == NEED_FULL:
             resolv = os.path.realpath("/etc/resolv.conf")
@@ -454,7 +442,7 @@ def pinned_entries(
     policy: EffectivePolicy,
     socket_guards: Sequence[str] = (),
     sockets: Sequence[str] = (),
-    seen: unix_sockets._Judge | None = None,
+    seen: unix_sockets.Judge | None = None,
 ) -> list[FsEntry]:
     """``policy.fs`` plus what keeps protected paths and masked ``sockets`` where they are, and
     ``socket_guards``: writable directories holding a symlink on the way to a host socket, bound
@@ -551,31 +539,29 @@ def _entry_args(
 
 
 def table_sockets(
-    policy: EffectivePolicy,
     decisions: Sequence[tuple[str, str]],
+    seen: unix_sockets.Judge,
+    named: set[str],
     bound: list[BoundRecord] | None = None,
-) -> tuple[list[str], list[str]]:
+) -> tuple[list[str], list[str], list[str]]:
     """Host sockets from the kernel's table that the sandbox would see (``decisions``, from
-    :func:`mount_decisions`) and could connect to, at any depth and at their bind-mount aliases;
-    and the writable directories to bind read-only because they hold a symlink on a socket's
-    bound path (replaced, it would send the next launch looking in the wrong place). Such a
-    symlink directly in a writable rule's root cannot be guarded: the launch is refused.
-
-    Left out: a socket that an ``rw:`` or ``ro:`` rule names exactly, which is how a user lets
-    the sandbox reach one (``ro:/var/lib/sss/pipes/nss``).
+    :func:`mount_decisions`, judged by ``seen``) and could connect to, at any depth and at their
+    bind-mount aliases, less those in ``named``; the writable directories to bind read-only
+    because they hold a symlink on a socket's bound path (replaced, it would send the next launch
+    looking in the wrong place); and every bound path the table lists. Such a symlink directly
+    in a writable rule's root cannot be guarded: the launch is refused.
     """
-    frozen = tuple(decisions)
     uid = os.getuid()
     gids = tuple(sorted({os.getgid(), os.getegid(), *os.getgroups()}))
-    found = unix_sockets.visible_sockets(frozen, uid, gids)
-    judge = unix_sockets._Judge(frozen)
-    roots = {root for root, _, _ in judge.rules}
+    table = unix_sockets.bound_paths()
+    found = None if table is None else unix_sockets.judge_sockets(table, seen, uid, gids)
+    roots = {root for root, _, _ in seen.rules}
     guards: list[str] = []
     linked: list[str] = []
-    for path in unix_sockets.bound_paths() or ():
+    for path in table or ():
         for link in _symlinks_on_the_way(path):
             parent = os.path.dirname(link)
-            if judge.state(parent) != "rw":
+            if seen.state(parent) != "rw":
                 continue
             linked.append(path)
             if parent in roots:
@@ -587,10 +573,8 @@ def table_sockets(
             if parent not in guards:
                 guards.append(parent)
     if bound is not None:
-        bound.append(((frozen, uid, gids), found))
-        bound.append(((), tuple(linked)))  # their paths: a symlink replaced makes a fact stale
-    named = {real for real, mode in _ruled(policy) if mode in ("rw", "ro")}
-    return [path for path in found or () if path not in named], guards
+        bound.append(((tuple(decisions), uid, gids), found, tuple(linked)))
+    return [path for path in found or () if path not in named], guards, table or []
 
 
 def host_sockets(
