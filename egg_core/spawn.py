@@ -25,6 +25,31 @@ FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)
 SANDBOX_FAILED = 125
 
 
+def seal_descriptors(keep: Iterable[int]) -> None:
+    """Mark every open descriptor above stderr close-on-exec, except ``keep`` (threat L).
+
+    Only the descriptors egg means to pass may reach a sandbox: a caller's shell may hold
+    anything open (``exec 7<"$HOME"`` in a script, a socket of its terminal multiplexer), and a
+    directory descriptor inherited by the sandbox reads every file below it with ``openat``.
+    ``subprocess`` closes them by itself; ``os.posix_spawn`` (the exec cache's fast path) and any
+    other spawn do not, so that path calls this first. It changes egg's own descriptor table
+    only, never the caller's. (Standard descriptors that are directories never get this far:
+    the interpreter refuses to start with one.)
+    """
+    kept = set(keep)
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:  # no /proc: walk the possible range instead
+        names = [str(fd) for fd in range(3, os.sysconf("SC_OPEN_MAX"))]
+    for name in names:
+        fd = int(name)
+        if fd > 2 and fd not in kept:
+            try:
+                os.set_inheritable(fd, False)
+            except OSError:
+                continue  # already closed (the listing's own descriptor)
+
+
 def spawn_ignoring(spawn: Callable[[], int], ignore: Iterable[int]) -> int:
     """Run ``spawn`` (which starts the child and returns its pid) with ``ignore`` set to SIG_IGN,
     so the child inherits the ignored dispositions; egg's own handlers are restored after."""

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import os
 
-from egg_core.spawn import report_exit, spawn_ignoring, supervise, wait_pid
+from egg_core.spawn import (
+    report_exit,
+    seal_descriptors,
+    spawn_ignoring,
+    supervise,
+    wait_pid,
+)
 
 from .status import StatusReader
 
@@ -25,6 +31,8 @@ def run(entry: dict[str, Any], env: dict[str, str]) -> int:
     table = {SECCOMP_FD: str(seccomp_fd), STATUS_FD: str(status_write)}
     argv = [table.get(arg, arg) for arg in entry["argv"]]
     status = StatusReader(status_read)
+    # posix_spawn passes every inheritable descriptor: seal all but the two bwrap needs
+    seal_descriptors((seccomp_fd, status_write))
     try:
         pid = spawn_ignoring(lambda: os.posix_spawn(argv[0], argv, env), entry["ignore_signals"])
     finally:

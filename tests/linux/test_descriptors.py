@@ -1,0 +1,88 @@
+"""Threat L: only the descriptors egg means to pass reach the sandbox, on every launch path.
+
+The caller (a shell script, a terminal multiplexer) may hold anything open; a directory
+descriptor that crossed into the sandbox would read every file below it with ``openat``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from tests.linux.conftest import EGG, PY, Box
+
+#: opens, as the caller, a directory (the home), a secret file and a connected socket pair at
+#: fixed numbers, inheritable, then becomes ``egg ARGS``
+CALLER = r"""
+import os, socket, sys
+home = os.open(os.environ["HOME"], os.O_RDONLY | os.O_DIRECTORY)
+secret = os.open(os.path.join(os.environ["HOME"], ".ssh", "id_ed25519"), os.O_RDONLY)
+left, right = socket.socketpair()
+for source, target in ((home, 7), (secret, 8), (left.fileno(), 9)):
+    os.dup2(source, target, inheritable=True)
+os.execv(sys.argv[1], sys.argv[1:])
+"""
+
+#: inside: every descriptor the command holds, what it is, and an attempt through fd 7
+PROBE = r"""
+import json, os
+fds = {}
+for name in os.listdir("/proc/self/fd"):
+    try:
+        fds[name] = os.readlink(f"/proc/self/fd/{name}")
+    except OSError:
+        pass
+try:
+    stolen = os.read(os.open(".ssh/id_ed25519", os.O_RDONLY, dir_fd=7), 200).decode()
+except OSError as exc:
+    stolen = f"failed: {exc.strerror}"
+print(json.dumps({"fds": fds, "stolen": stolen}))
+"""
+
+
+def run_as_caller(box: Box) -> subprocess.CompletedProcess[str]:
+    argv = box.identity.wrap([PY, "-I", "-c", CALLER, EGG, "exec", "--", PY, "-I", "-c", PROBE])
+    return subprocess.run(
+        argv,
+        env=box.env({"EGG_EXEC_CACHE": "debug"}),
+        cwd=box.workspace,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_a_callers_descriptors_never_reach_the_sandbox_on_a_cache_miss_or_hit(box: Box) -> None:
+    runs = [run_as_caller(box) for _ in range(2)]
+
+    assert "exec cache miss" in runs[0].stderr and "exec cache hit" in runs[1].stderr
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+        seen = json.loads(run.stdout.splitlines()[-1])
+        assert box.secret not in run.stdout
+        assert seen["stolen"].startswith("failed"), seen
+        leaked = {
+            fd: target
+            for fd, target in seen["fds"].items()
+            if int(fd) > 2 and not target.startswith("/proc/")
+        }
+        assert leaked == {}, f"descriptors crossed into the sandbox: {leaked}"
+        targets = set(seen["fds"].values())
+        assert str(box.home) not in targets
+        assert not any(t.startswith("socket:") for t in targets)
+
+
+def test_a_callers_descriptors_never_reach_a_session(box: Box) -> None:
+    argv = box.identity.wrap([PY, "-I", "-c", CALLER, EGG, "run", "--", PY, "-I", "-c", PROBE])
+    run = subprocess.run(
+        argv, env=box.env(), cwd=box.workspace, capture_output=True, text=True, timeout=60
+    )
+
+    assert run.returncode == 0, run.stderr
+    line = next(line for line in run.stdout.splitlines() if '{"fds"' in line)
+    seen = json.loads(line[line.index('{"fds"') :])
+    assert box.secret not in run.stdout
+    assert seen["stolen"].startswith("failed"), seen
+    assert [fd for fd in seen["fds"] if int(fd) > 2] == [
+        fd for fd, target in seen["fds"].items() if int(fd) > 2 and target.startswith("/proc/")
+    ]
