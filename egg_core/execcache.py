@@ -170,6 +170,11 @@ def bound_sockets_fact(arguments: tuple[Any, ...], found: tuple[str, ...] | None
     return ("u", arguments, found)
 
 
+def seed_facts(seeds: Iterable[tuple[str, str]]) -> list[Fact]:
+    """A placeholder's path: missing, or holding exactly its seed (see :mod:`egg_core.seeds`)."""
+    return [("s", path, seed) for path, seed in seeds]
+
+
 def which_facts(name: str, search_path: str) -> list[Fact]:
     """What finding ``name`` on ``search_path`` depended on: each candidate until the hit."""
     if "/" in name:
@@ -197,6 +202,11 @@ def stale_fact(facts: Iterable[Fact]) -> Fact | None:
             from egg_core import unix_sockets
 
             if unix_sockets.visible_sockets(*path) != expected:
+                return fact
+        elif kind == "s":
+            from egg_core.seeds import absent_or_seed
+
+            if not absent_or_seed(path, expected):
                 return fact
         elif (identity if kind == "i" else contents)(path) != expected:
             return fact

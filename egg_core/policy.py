@@ -25,9 +25,12 @@ from urllib.parse import urlsplit
 import attrs
 
 from egg_core import sandbox as caps
+from egg_core import seeds
 from egg_core.config import EggConfig
 from egg_core.converters import to_tuple
 from egg_core.env import ESSENTIAL_VARIABLES, ssh_agent_socket_paths
+from egg_core.pathrules import MODE_RANK
+from egg_core.pathrules import under as _under
 from egg_core.profiles import AgentProfile, EnvDefault
 
 NEED_NONE = "none"
@@ -47,6 +50,8 @@ CONTROL_SOCKETS = (
     "/var/snap/lxd/common/lxd/unix.socket",
     "/var/lib/incus/unix.socket",
 )
+#: FsEntry.seed value for a directory placeholder
+SEED_DIRECTORY = seeds.DIRECTORY
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]", "ip6-localhost"})
 EGG_SOURCE = "egg"
 
@@ -70,14 +75,24 @@ class FsEntry:
 
     ``mode`` is one of ``rw``, ``ro``, ``deny``, ``deny-write``, or ``rw-prefix`` (a writable
     agent dir that also covers its same-prefix siblings, ``~/.claude`` -> ``~/.claude.json``).
+
+    ``seed`` (``deny-write`` only): what the platform puts at the path for the length of a run
+    when it does not exist, so that the sandbox cannot create it — text for a file,
+    :data:`SEED_DIRECTORY` for an empty directory. The host sees the seed too, so it must be
+    harmless to whatever reads the path there (an empty ``.git/commondir`` makes every host git
+    command fail; ``.`` does not). Removed after the run if still unchanged.
     """
 
     mode: str
     path: str
     source: str
+    seed: str | None = None
 
     def to_json(self) -> dict[str, str]:
-        return {"mode": self.mode, "path": self.path, "source": self.source}
+        out = {"mode": self.mode, "path": self.path, "source": self.source}
+        if self.seed is not None:
+            out["seed"] = "(directory)" if self.seed == SEED_DIRECTORY else self.seed
+        return out
 
 
 @attrs.frozen(kw_only=True)
@@ -197,10 +212,6 @@ def requires_sandbox(config: EggConfig, agent: str | None = None) -> bool:
 def _abs(path: str, home: Path, cwd: Path) -> str:
     expanded = str(home) + path[1:] if path == "~" or path.startswith("~/") else path
     return os.path.normpath(os.path.join(cwd, expanded))
-
-
-def _under(path: str, root: str) -> bool:
-    return path == root or root == "/" or path.startswith(root.rstrip("/") + "/")
 
 
 def _provider_target(url: str) -> tuple[str, int | None] | None:
@@ -458,9 +469,6 @@ def _provider_hole(
     return None
 
 
-_MODE_ORDER = {"rw": 0, "rw-prefix": 0, "ro": 1, "deny-write": 2, "deny": 3}
-
-
 def _order(entries: list[FsEntry]) -> list[FsEntry]:
     """Shallow paths first, so a rule on a nested path applies on top of its parent's rule;
     at equal depth the more restrictive rule comes last and wins. Exact duplicates are dropped."""
@@ -469,7 +477,7 @@ def _order(entries: list[FsEntry]) -> list[FsEntry]:
         enumerate(unique),
         key=lambda item: (
             0 if item[1].path == "/" else item[1].path.count("/"),
-            _MODE_ORDER[item[1].mode],
+            MODE_RANK[item[1].mode],
             item[0],
         ),
     )

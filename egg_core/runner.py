@@ -36,6 +36,7 @@ def run_foreground(prepared: Prepared, *, tty: bool) -> int:
             procs.append(proc)
             return proc.pid
 
+        prepared.starting()
         pid = spawn_ignoring(start, prepared.ignore_signals)
         prepared.spawned()
         returncode = supervise(pid, procs[0].wait, tty=tty, command_pid=prepared.child_pid)

@@ -105,6 +105,7 @@ class Prepared:
     _cleanups: list[Callable[[], None]] = attrs.Factory(list)
     _exit_reasons: list[Callable[[int], str | None]] = attrs.Factory(list)
     _spawn_hooks: list[Callable[[], None]] = attrs.Factory(list)
+    _start_hooks: list[Callable[[], None]] = attrs.Factory(list)
     _exit_code: Callable[[int], int | None] | None = None
     _child_pid: Callable[[], int | None] | None = None
     #: a self-contained description of this launch that ``egg exec`` may cache and run again
@@ -120,6 +121,15 @@ class Prepared:
         """The host pid of the command itself (not the sandbox's monitor), if the platform knows
         it; used to forward signals to the command. May block until the command started."""
         return self._child_pid() if self._child_pid is not None else None
+
+    def add_start_hook(self, fn: Callable[[], None]) -> None:
+        """Run in the parent right before the spawn: host changes that must not be seen while
+        the launch is being prepared (and cached), such as planting placeholders."""
+        self._start_hooks.append(fn)
+
+    def starting(self) -> None:
+        while self._start_hooks:
+            self._start_hooks.pop(0)()
 
     def add_spawn_hook(self, fn: Callable[[], None]) -> None:
         """Run in the parent right after the child was spawned (close the child's fd copies)."""

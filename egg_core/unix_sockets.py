@@ -30,6 +30,8 @@ from __future__ import annotations
 import os
 import stat
 
+from egg_core import pathrules
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -69,7 +71,7 @@ def bound_paths(table: str = PROC_NET_UNIX) -> list[str] | None:
 
 def under(path: str, roots: Iterable[str]) -> bool:
     """Whether ``path`` is one of ``roots`` or inside one."""
-    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
+    return any(pathrules.under(path, root) for root in roots)
 
 
 def shown(path: str, decisions: Decisions) -> bool:

@@ -218,6 +218,7 @@ class Daemon:
             if prepared.preexec_fn is not None:
                 prepared.preexec_fn()
 
+        prepared.starting()
         self.proc = ptyprocess.PtyProcess.spawn(
             prepared.argv,
             cwd=str(prepared.cwd),

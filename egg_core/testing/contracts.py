@@ -240,6 +240,7 @@ class PlatformContract(_PluginContract):
             prepared = platform.prepare(launch)
             try:
                 assert not any(SECRET in a for a in prepared.argv), "secret on the command line"
+                prepared.starting()
                 proc = subprocess.Popen(
                     prepared.argv,
                     env=prepared.env,

@@ -39,6 +39,9 @@ from egg_core.sandbox import Availability, Check, Launch, Platform, Prepared
 
 from .linux import bwrap as bw
 from .linux import fastrun
+from .linux.placeholders import Held
+from .linux.placeholders import plant as plant_placeholders
+from .linux.placeholders import remove as remove_placeholders
 from .linux.status import StatusReader
 
 PROXY_PORT = 3128
@@ -46,6 +49,11 @@ SUN_PATH_MAX = 100
 AS_FLOOR = 4 << 30
 BRIDGE = Path(bw.__file__).with_name("bridge.py")
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+
+
+def lock_dir(egg_home: Path) -> Path:
+    """Where runs hold their locks on shared placeholders (hidden from every sandbox)."""
+    return egg_home / "run" / "locks"
 
 
 def proxy_port(local_ports: tuple[int, ...]) -> int:
@@ -247,7 +255,6 @@ class LinuxNamespaces(Platform):
         visited: list[str] = []
         bound: list[bw.BoundRecord] = []
         args = bw.build_args(policy, request, bwrap, visited, bound)
-        prepared.add_cleanup(lambda: bw.remove_placeholders(placeholders))
         prefix = self._prefix(policy)
         uses_cgroups = policy.memory_bytes is not None or policy.max_pids is not None
         if uses_cgroups:
@@ -286,6 +293,15 @@ class LinuxNamespaces(Platform):
             self._offer_recipe(
                 launch, prepared, bwrap, seccomp_fd, status_write, placeholders, visited, bound
             )
+        # Planted right before the spawn (bwrap binds each onto itself, so it must exist then),
+        # not before: what egg exec caches must see the host without them.
+        held: list[Held] = []
+
+        def plant() -> None:
+            held.extend(plant_placeholders(placeholders, str(lock_dir(launch.egg_home))))
+
+        prepared.add_start_hook(plant)
+        prepared.add_cleanup(lambda: remove_placeholders(held))
 
     def _offer_recipe(
         self,
@@ -294,7 +310,7 @@ class LinuxNamespaces(Platform):
         bwrap: str,
         seccomp_fd: int,
         status_fd: int,
-        placeholders: list[str],
+        placeholders: list[tuple[str, str]],
         visited: list[str],
         bound: list[bw.BoundRecord],
     ) -> None:
@@ -314,15 +330,19 @@ class LinuxNamespaces(Platform):
                 argv[index + 1] = table[argv[index + 1]]
         search_path = launch.env.get("PATH", os.defpath)
         touched = [e.path for e in (*policy.fs, *policy.protected)]
-        touched += [policy.cwd, policy.home, "/etc/resolv.conf", *placeholders]
+        touched += [policy.cwd, policy.home, "/etc/resolv.conf"]
         touched += [a for a in argv if a.startswith("/")]
         for _, found, linked in bound:
             # each masked socket still a socket, still there; no symlink on a guarded path replaced
             touched += [*(found or ()), *linked]
         # where each path leads now: a dangling symlink whose target appears changes the launch
         touched += [os.path.realpath(path) for path in touched]
+        # a placeholder may be missing or already planted: same launch (its own fact kind)
+        seeded = {path for path, _ in placeholders}
+        touched = [path for path in touched if path not in seeded]
+        touched += [os.path.dirname(path) for path in seeded]
         prefix_parents = [os.path.dirname(e.path) for e in policy.fs if e.mode == "rw-prefix"]
-        facts = ec.path_facts(touched)
+        facts = ec.path_facts(touched) + ec.seed_facts(placeholders)
         facts += ec.listing_facts([*visited, *prefix_parents])
         facts += [ec.bound_sockets_fact(arguments, found) for arguments, found, _ in bound]
         facts += ec.which_facts(os.path.basename(bwrap), search_path)
@@ -338,7 +358,8 @@ class LinuxNamespaces(Platform):
             "seccomp_file": str(seccomp_file),
             "ignore_signals": [int(s) for s in prepared.ignore_signals],
             "tty": launch.tty,
-            "placeholders": list(placeholders),
+            "placeholders": [list(pair) for pair in placeholders],
+            "lock_dir": str(lock_dir(launch.egg_home)),
             "exit_reasons": reasons,
         }
         prepared.facts = facts

@@ -10,7 +10,8 @@ rule has created its mount point inside them.
 Paths are resolved on the host before they are handed to bwrap: a rule on a symlink applies to what
 the symlink points at (a denied symlink hides its target), a dangling symlink or a missing path is
 skipped (there is nothing to expose or hide) unless it is a ``deny-write`` path the sandbox could
-create (see :func:`placeholder_paths`), and nothing here raises on a strange path.
+create (see :func:`placeholder_paths`: it is bound onto itself, and the launch plants it first),
+and nothing here raises on a strange path.
 """
 
 from __future__ import annotations
@@ -27,11 +28,14 @@ import attrs
 
 from egg_core import unix_sockets
 from egg_core.errors import EnforcementError
+from egg_core.pathrules import MODE_RANK as _MODE_RANK
+from egg_core.pathrules import depth as _depth
+from egg_core.pathrules import governing_mode as _governing_mode
+from egg_core.pathrules import under as _under
 from egg_core.policy import NEED_FULL, EffectivePolicy, FsEntry
+from egg_core.seeds import absent_or_seed
 
-from .fastrun import remove_placeholders
-
-__all__ = ["BwrapRequest", "build_args", "remove_placeholders"]
+__all__ = ["BwrapRequest", "build_args", "placeholder_paths"]
 
 #: what a program needs to run when ``deny:/`` (jail mode) hides everything else
 JAIL_SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
@@ -175,10 +179,6 @@ def _covered_after(decisions: Sequence[tuple[str, str]], path: str) -> bool:
     return any(_under(path, root) for root, _ in decisions[last + 1 :])
 
 
-def _depth(path: str) -> int:
-    return path.rstrip("/").count("/")
-
-
 def _mounts(
     policy: EffectivePolicy,
     request: BwrapRequest,
@@ -223,13 +223,13 @@ def _mounts(
                 block += ["--ro-bind", resolv, resolv]
         blocks.append((_depth(root), 0, order, block))
     remount: list[str] = []
-    placeholders = set(placeholder_paths(policy))
+    placeholders = dict(placeholder_paths(policy))
     untrusted = untrusted_rules(policy)
     ruled = _ruled(policy)
     entries = pinned_entries(policy, guards, sockets, seen)
     for order, entry in enumerate(entries):
         if entry.path in placeholders:
-            block = ["--ro-bind", empty, entry.path]
+            block = ["--ro-bind", entry.path, entry.path]
         elif entry.path in untrusted:
             continue
         else:
@@ -254,6 +254,9 @@ def _mounts(
                 out += ["--dir", path]
     shielded = []
     for entry in policy.protected:
+        if entry.path in placeholders:
+            out += ["--ro-bind", entry.path, entry.path]
+            continue
         out += _entry_args(entry, empty, remount, visited, (), scanned)
         if entry.mode != "deny":
             shielded.append(probe(entry.path).real)
@@ -307,26 +310,6 @@ def mount_decisions(
     return decisions
 
 
-def _under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
-#: at equal depth the more restrictive rule is mounted last and wins (as policy.py orders rules)
-_MODE_RANK = {"rw": 0, "rw-prefix": 0, "ro": 1, "deny-write": 2, "deny": 3}
-
-
-def _governing_mode(real: str, ruled: Sequence[tuple[str, str]]) -> str | None:
-    """The mode of the rule whose mount decides ``real`` (the deepest one at or above it, the
-    more restrictive one at equal depth); None when only the root mount does."""
-    best: tuple[int, int, str] | None = None
-    for path, mode in ruled:
-        if _under(real, path):
-            key = (_depth(path), _MODE_RANK.get(mode, 0), mode)
-            if best is None or key[:2] >= best[:2]:
-                best = key
-    return best[2] if best else None
-
-
 def _ruled(policy: EffectivePolicy, *, everything: bool = False) -> list[tuple[str, str]]:
     """(resolved path, mode) of each rule that will be mounted: rules through a planted
     symlink are left out (unless ``everything``, used to find those rules in the first place)."""
@@ -365,27 +348,31 @@ def untrusted_rules(policy: EffectivePolicy) -> dict[str, str]:
     return found
 
 
-def placeholder_paths(policy: EffectivePolicy) -> list[str]:
-    """``deny-write`` paths that do not exist yet but could be created by the sandbox.
+def placeholder_paths(policy: EffectivePolicy) -> list[tuple[str, str]]:
+    """``(path, seed)`` of the ``deny-write`` paths that do not exist yet but that the sandbox
+    could create, which the launch plants before bwrap starts (:mod:`.placeholders`).
 
     A missing ``./egg.yaml`` is the usual one: a sandbox that creates it has written the policy
-    of the next run. An empty read-only file is mounted there instead (bwrap creates the mount
-    point on the host, and :func:`remove_placeholders` removes it afterwards). Only paths whose
-    directory exists and is writable inside the sandbox need one.
+    of the next run; it gets an empty file. egg's own protections say what their placeholder
+    holds (``.git/commondir`` holds ``.``); a path that already holds its seed is a placeholder
+    too (another run's, or one a crash left behind). Only paths whose directory exists and is
+    writable inside the sandbox need one.
     """
     ruled = _ruled(policy)
-    found = []
-    for entry in policy.fs:
-        if entry.mode != "deny-write" or os.path.lexists(entry.path):
+    wanted = [(e.path, "") for e in policy.fs if e.mode == "deny-write"]
+    wanted += [(e.path, e.seed) for e in policy.protected if e.seed is not None]
+    found: dict[str, str] = {}
+    for path, seed in wanted:
+        if path in found or not absent_or_seed(path, seed):
             continue
-        parent = os.path.realpath(os.path.dirname(entry.path))
+        parent = os.path.realpath(os.path.dirname(path))
         if (
             os.path.isdir(parent)
             and os.access(parent, os.W_OK)
             and _governing_mode(parent, ruled) in ("rw", "rw-prefix")
         ):
-            found.append(entry.path)
-    return found
+            found[path] = seed
+    return list(found.items())
 
 
 def _symlinks_on_the_way(path: str) -> list[str]:

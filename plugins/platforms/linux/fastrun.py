@@ -13,6 +13,7 @@ from egg_core.spawn import (
     wait_pid,
 )
 
+from . import placeholders
 from .status import StatusReader
 
 TYPE_CHECKING = False
@@ -24,6 +25,14 @@ STATUS_FD = "\0status-fd"
 
 
 def run(entry: dict[str, Any], env: dict[str, str]) -> int:
+    held = placeholders.plant(entry["placeholders"], entry["lock_dir"])
+    try:
+        return _spawn_and_supervise(entry, env)
+    finally:
+        placeholders.remove(held)
+
+
+def _spawn_and_supervise(entry: dict[str, Any], env: dict[str, str]) -> int:
     seccomp_fd = os.open(entry["seccomp_file"], os.O_RDONLY)
     os.set_inheritable(seccomp_fd, True)
     status_read, status_write = os.pipe()
@@ -46,18 +55,3 @@ def run(entry: dict[str, Any], env: dict[str, str]) -> int:
         return report_exit(returncode, status.exit_code, reasons.get, argv[0])
     finally:
         status.close()
-        remove_placeholders(entry["placeholders"])
-
-
-def remove_placeholders(paths: list[str] | tuple[str, ...]) -> None:
-    """Remove the empty mount points bwrap created for missing ``deny-write`` paths (never a
-    real file: only an empty regular file is removed)."""
-    import stat
-
-    for path in paths:
-        try:
-            st = os.lstat(path)
-            if stat.S_ISREG(st.st_mode) and st.st_size == 0:
-                os.unlink(path)
-        except OSError:
-            continue

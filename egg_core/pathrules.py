@@ -1,0 +1,40 @@
+"""The path arithmetic every filesystem decision shares: containment, depth, and which rule wins.
+
+Policy resolution orders rules with it, the Linux platform mounts in that order, and egg's
+host-side guards (git metadata, placeholders) ask it what a sandbox can write. They must agree —
+a guard that thinks a directory is read-only while the mounts make it writable is an escape —
+so the arithmetic lives here once.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+#: at equal depth the more restrictive rule is applied last and wins
+MODE_RANK = {"rw": 0, "rw-prefix": 0, "ro": 1, "deny-write": 2, "deny": 3}
+WRITABLE_MODES = ("rw", "rw-prefix")
+
+
+def under(path: str, root: str) -> bool:
+    """``path`` is ``root`` or lies below it (plain string arithmetic on normalized paths)."""
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def depth(path: str) -> int:
+    """How many components deep ``path`` is (``/`` is 0)."""
+    return path.rstrip("/").count("/")
+
+
+def governing_mode(real: str, ruled: Iterable[tuple[str, str]]) -> str | None:
+    """The mode of the rule that decides ``real``: the deepest rule at or above it, the more
+    restrictive one at equal depth. ``ruled`` holds (resolved path, mode) pairs; None when no
+    rule covers ``real`` (only the read-only root does)."""
+    best: tuple[int, int, str] | None = None
+    for path, mode in ruled:
+        if under(real, path):
+            key = (depth(path), MODE_RANK.get(mode, 0), mode)
+            if best is None or key[:2] >= best[:2]:
+                best = key
+    return best[2] if best else None
