@@ -162,6 +162,10 @@ class EggConfig:
     audit: bool = False
     trace: bool = False
     agent_settings: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=to_tuple)
+    #: threat H (DESIGN.md §9): what the sandbox writes never runs on the host later (git's
+    #: metadata guarded, agent settings restored). On unless a config turns it off by name;
+    #: ``base: none`` alone never does.
+    persistence_guards: bool = True
     #: top-level keys present in the source file, for emitting what was written
     present: frozenset[str] = attrs.field(default=frozenset(), eq=False, repr=False)
     source: str = attrs.field(default="", eq=False, repr=False)
@@ -209,17 +213,13 @@ def default_config() -> EggConfig:
     """The restrictive default used when no egg.yaml exists, and the parent of one without base.
 
     Read-only root (the platforms' default), writable working directory and cache dirs,
-    credentials and shell histories denied, the config itself read-only, a minimal environment,
-    no network.
+    credentials and shell histories denied, a minimal environment, no network.
     """
     fs = [FsRule("rw", "./", DEFAULT_SOURCE)]
     fs += [FsRule("rw", d, DEFAULT_SOURCE) for d in default_cache_dirs()]
     fs += [FsRule("deny", d, DEFAULT_SOURCE) for d in default_deny_paths()]
-    fs.append(FsRule("deny-write", "./egg.yaml", DEFAULT_SOURCE))
-    # Git runs these on the host after the session: a hook or an alias written inside would
-    # execute outside the sandbox (threat H, persistence).
-    fs.append(FsRule("deny-write", "./.git/hooks", DEFAULT_SOURCE))
-    fs.append(FsRule("deny-write", "./.git/config", DEFAULT_SOURCE))
+    # ./egg.yaml and git's metadata are egg's own protections (policy.protected_paths,
+    # egg_core.gitguard): they hold whatever base a config names.
     return EggConfig(
         base=BaseRef(name="none"),
         fs=fs,
@@ -255,6 +255,7 @@ def merge_configs(parent: EggConfig, child: EggConfig, home: Path | None = None)
     normalized path (and a child ``rw:`` also drops a parent ``deny-write:``). network and env:
     unions, ``*`` wins. resources: per field, the child's value if set. shell: the child's if set.
     dangerously_skip_permissions, audit, trace: OR. agent_settings: per key, the child wins.
+    persistence_guards: the child's if it sets it.
     """
     home = home or user_home()
     child_paths = {r.normalized(home): r.mode for r in child.fs if r.mode in ("ro", "rw")}
@@ -290,6 +291,11 @@ def merge_configs(parent: EggConfig, child: EggConfig, home: Path | None = None)
         audit=parent.audit or child.audit,
         trace=parent.trace or child.trace,
         agent_settings=tuple({**dict(parent.agent_settings), **dict(child.agent_settings)}.items()),
+        persistence_guards=(
+            child.persistence_guards
+            if "persistence_guards" in child.present
+            else parent.persistence_guards
+        ),
         present=(parent.present | child.present) - {"base"},
         source=child.source,
     )

@@ -46,6 +46,7 @@ TOP_LEVEL_KEYS = (
     "audit",
     "trace",
     "agent_settings",
+    "persistence_guards",
 )
 BASE_KEYS = ("name", "fs", "network", "env")
 NETWORK_KEYS = ("domains", "local_ports", "mode", "log", "agent_domains")
@@ -246,6 +247,7 @@ def _build(r: _Reader, node: yaml.Node, source: str) -> EggConfig:
         "audit": lambda n: r.boolean(n, "audit"),
         "trace": lambda n: r.boolean(n, "trace"),
         "agent_settings": lambda n: _agent_settings(r, n),
+        "persistence_guards": lambda n: r.boolean(n, "persistence_guards"),
     }
     values = {name: parsers[name](value) for name, value in keys.items()}
     return EggConfig(**values, present=frozenset(keys), source=source)
@@ -525,6 +527,7 @@ def to_json_data(config: EggConfig) -> dict[str, Any]:
         "audit": config.audit,
         "trace": config.trace,
         "agent_settings": dict(config.agent_settings),
+        "persistence_guards": config.persistence_guards,
     }
 
 

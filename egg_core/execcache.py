@@ -339,4 +339,25 @@ def try_run(args: list[str], environ: Mapping[str, str]) -> int | None:
     runner = getattr(importlib.import_module(module_name), function)
     env = {name: environ[name] for name in entry["env_copy"] if name in environ}
     env.update(entry["env_set"])
-    return int(runner(entry, env))
+    try:
+        return int(runner(entry, env))
+    finally:
+        git = entry.get("git")
+        if git and stale_fact(git["watch"]) is not None:
+            _git_audit(git, environ)
+
+
+def _git_audit(state: dict[str, Any], environ: Mapping[str, str]) -> None:
+    """A repository may have appeared during the run: the full audit (rarely needed, so its
+    imports are paid only then; see :mod:`egg_core.gitguard`)."""
+    from pathlib import Path
+
+    from egg_core import gitguard
+
+    home = os.path.dirname(os.path.dirname(cache_dir(environ)))
+    try:
+        lines = gitguard.audit(state, Path(home))
+    except Exception as exc:
+        lines = [f"git: the audit after the run failed ({type(exc).__name__}: {exc})"]
+    for line in lines:
+        print(f"egg: {line}", file=sys.stderr)

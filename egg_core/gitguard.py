@@ -318,11 +318,15 @@ def hash_bytes(common: str) -> int:
 Writable = Callable[[str], bool]
 
 
-def writable_in(policy: EffectivePolicy) -> Writable:
-    """Whether the sandbox of ``policy`` can write a (host) path: the rule that governs the
-    path's resolved location is a writable one."""
-    ruled = [(os.path.realpath(e.path), e.mode) for e in policy.fs]
-    return writable_under(ruled)
+def mounted_rules(policy: EffectivePolicy) -> list[tuple[str, str]]:
+    """(resolved path, mode) of the rules that shape what the sandbox can write: every writable
+    rule, and the restrictive ones on paths that exist (a ``deny-write`` of a missing path
+    mounts nothing; where the sandbox may not create it, the protection itself says so)."""
+    return [
+        (os.path.realpath(e.path), e.mode)
+        for e in policy.fs
+        if e.mode in pathrules.WRITABLE_MODES or os.path.lexists(e.path)
+    ]
 
 
 def writable_under(ruled: Sequence[tuple[str, str]]) -> Writable:
@@ -379,7 +383,7 @@ class GitGuard:
 def plan(policy: EffectivePolicy) -> GitGuard:
     """The guard for a launch of ``policy``: protections now, and what :func:`audit` compares
     with afterwards (plain data: it travels in the exec cache and the session's files)."""
-    ruled = [(os.path.realpath(e.path), e.mode) for e in policy.fs]
+    ruled = mounted_rules(policy)
     writable = writable_under(ruled)
     starts = [policy.cwd]
     starts += [
@@ -397,8 +401,17 @@ def plan(policy: EffectivePolicy) -> GitGuard:
 
 def watch_facts(layout: Layout) -> list[Fact]:
     """What must stay the same for the layout to stay the same: where ``.git`` was looked for,
-    the indexes (a new gitlink), the ``worktrees/`` listings (a new linked worktree)."""
+    what gitfiles and ``commondir`` files say, the indexes (a new gitlink), the ``worktrees/``
+    listings (a new linked worktree). A missing ``commondir`` is held by a placeholder during
+    the run: missing or holding the seed is the same."""
     facts: list[Fact] = [("i", path, ec.identity(path)) for path in layout.probed]
+    facts += [("c", path, ec.contents(path)) for path in layout.dotgits if os.path.isfile(path)]
+    for gitdir in layout.gitdirs:
+        pointer = os.path.join(gitdir, "commondir")
+        if os.path.lexists(pointer):
+            facts.append(("c", pointer, ec.contents(pointer)))
+        else:
+            facts.append(("s", pointer, COMMONDIR_SEED))
     facts += [("c", path, ec.contents(path)) for path in layout.indexes]
     facts += [("l", path, ec.listing(path)) for path in layout.worktree_lists]
     return facts
@@ -415,7 +428,12 @@ def changed(state: dict[str, Any]) -> bool:
 
 def audit(state: dict[str, Any], egg_home: Path, git: str | None = None) -> list[str]:
     """Neutralize the configuration and hook sources of repositories that appeared during the
-    run, where the sandbox could have written them; one line per thing removed."""
+    run, where the sandbox could have written them; one line per thing removed.
+
+    ``state`` is updated in place to what was seen, sources of the new repositories included
+    (nothing protects those, so any later change to them must bring the audit back): a session
+    calls this again whenever :func:`changed` says so, and only then.
+    """
     if not changed(state):
         return []
     writable = writable_under([(str(r[0]), str(r[1])) for r in state.get("ruled", ())])
@@ -427,6 +445,7 @@ def audit(state: dict[str, Any], egg_home: Path, git: str | None = None) -> list
 
         git = host_which("git")
     lines: list[str] = []
+    unguarded: list[str] = []
     new_commons: list[str] = []
     for gitdir in layout.gitdirs:
         if gitdir in known:
@@ -434,13 +453,21 @@ def audit(state: dict[str, Any], egg_home: Path, git: str | None = None) -> list
         pointer = os.path.join(gitdir, "commondir")
         common = common_dir(gitdir)
         if os.path.lexists(pointer) and common not in known and writable(pointer):
-            lines.append(quarantine.take(pointer, "it pointed git elsewhere"))
-            common = gitdir
+            owner = os.path.dirname(os.path.dirname(gitdir))
+            if os.path.basename(os.path.dirname(gitdir)) == "worktrees" and owner in known:
+                # a linked worktree of a protected repository: give it back git's own pointer
+                lines.append(quarantine.take(pointer, "it pointed git elsewhere"))
+                _write_exclusive(pointer, b"../..\n")
+                common = owner
+            else:
+                lines.append(quarantine.take(pointer, "it pointed git elsewhere"))
+                common = gitdir
         if common not in known and common not in new_commons:
             new_commons.append(common)
         worktree_config = os.path.join(gitdir, "config.worktree")
         if os.path.lexists(worktree_config) and writable(worktree_config):
             lines += scrub_config(worktree_config, quarantine, git)
+        unguarded += [pointer, worktree_config]
     for common in new_commons:
         config = os.path.join(common, "config")
         if os.path.lexists(config) and writable(config):
@@ -448,7 +475,21 @@ def audit(state: dict[str, Any], egg_home: Path, git: str | None = None) -> list
         hooks = os.path.join(common, "hooks")
         if os.path.lexists(hooks) and writable(hooks):
             lines += quarantine_hooks(hooks, quarantine)
+        unguarded += [config, hooks]
+    state["watch"] = watch_facts(layout) + _source_facts(unguarded)
     return lines
+
+
+def _source_facts(paths: Iterable[str]) -> list[Fact]:
+    """Facts on sources no mount protects (a directory by its listing, a file by its content)."""
+    facts: list[Fact] = []
+    for path in dict.fromkeys(paths):
+        if os.path.isdir(path) and not os.path.islink(path):
+            facts.append(("l", path, ec.listing(path)))
+        else:
+            facts.append(("c", path, ec.contents(path)))
+            facts.append(("i", path, ec.identity(path)))
+    return facts
 
 
 class Quarantine:
@@ -599,6 +640,8 @@ def render_config(entries: Sequence[tuple[str, str | None]]) -> bytes:
                 lines.append(f'[{section} "{escaped}"]')
         if value is None:
             lines.append(f"\t{name}")
+        elif value and value == value.strip() and not any(c in value for c in '#;"\\\n\t\b'):
+            lines.append(f"\t{name} = {value}")
         else:
             text = (
                 value.replace("\\", "\\\\")

@@ -10,6 +10,7 @@ import os
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -46,6 +47,9 @@ class Plan:
     egg_home: Path
     #: why the requested platform could not run this (only with ``allow_unavailable``)
     platform_problem: str | None = None
+    #: what the git guard audits against after the run (see :mod:`egg_core.gitguard`); None
+    #: when the run cannot write any repository's metadata or the guard is off
+    git_state: dict[str, Any] | None = None
 
     def launch(
         self,
@@ -103,7 +107,7 @@ def plan_launch(
     profile = agents[name].obj if known else unknown_agent_profile(name)
     home = user_home(environ)
     egg_dir = egg_home(environ)
-    protected = protected_paths(resolved.files, egg_dir, launcher_paths(environ))
+    protected = protected_paths(resolved.files, egg_dir, launcher_paths(environ), cwd)
     policy = resolve_policy(
         resolved.config,
         profile,
@@ -113,6 +117,13 @@ def plan_launch(
         protected=protected,
         skip_permissions=skip_permissions,
     )
+    git_state = None
+    if policy.requires_sandbox and policy.persistence_guards:
+        from egg_core import gitguard
+
+        guard = gitguard.plan(policy)
+        policy = attrs.evolve(policy, protected=(*policy.protected, *guard.entries))
+        git_state = guard.state
     platforms = registry.platforms(pm)
     problem = None
     try:
@@ -149,7 +160,21 @@ def plan_launch(
         cwd=cwd,
         egg_home=egg_dir,
         platform_problem=problem,
+        git_state=git_state,
     )
+
+
+def audit_after_run(plan: Plan) -> list[str]:
+    """What the git guard neutralized after a run of ``plan`` (one line each; see
+    :func:`egg_core.gitguard.audit`). Never raises: a failing audit is reported, not fatal."""
+    if plan.git_state is None:
+        return []
+    from egg_core import gitguard
+
+    try:
+        return gitguard.audit(plan.git_state, plan.egg_home)
+    except Exception as exc:  # a hostile layout must never make egg itself fail
+        return [f"git: the audit after the run failed ({type(exc).__name__}: {exc})"]
 
 
 def _session_markers() -> frozenset[str]:

@@ -34,14 +34,66 @@ def expand_user(path: str, home: Path) -> str:
     return path
 
 
-def host_which(name: str, search_path: str | None = None) -> str | None:
-    """Find a program egg itself runs on the host, on absolute PATH entries only.
+#: where a root caller's helpers may live (for root, ownership alone proves nothing)
+SYSTEM_PREFIXES = ("/usr/", "/bin/", "/sbin/", "/lib", "/opt/", "/nix/store/", "/snap/")
+#: searched after the caller's PATH, so that a PATH without them still finds system helpers
+SYSTEM_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 
-    An empty or relative entry means "the current directory", which a sandboxed agent can write:
-    a planted ``./bwrap`` must never run as the user on the host.
+
+def trusted_location(path: str) -> bool:
+    """Whether no sandbox can have put ``path`` there (threat H: a helper found on a PATH the
+    sandbox can write, a ``bwrap`` planted in the workspace, runs on the host at the next launch).
+
+    The path (resolved) and every directory above it must be owned by root and writable by no
+    group and no other user, so only root can change them; for a root caller, who could have
+    written anything, the path must also lie in the system's own trees (:data:`SYSTEM_PREFIXES`).
+    """
+    import stat
+
+    real = os.path.realpath(path)
+    if os.geteuid() == 0 and not any((real + "/").startswith(p) for p in SYSTEM_PREFIXES):
+        return False
+    current = real
+    while True:
+        try:
+            st = os.stat(current)
+        except OSError:
+            return False
+        if st.st_uid != 0 or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return False
+        parent = os.path.dirname(current)
+        if parent == current:
+            return True
+        current = parent
+
+
+def host_which(name: str, search_path: str | None = None) -> str | None:
+    """Find a program egg itself runs on the host (bwrap, prlimit, strace, git), only where no
+    sandbox can have planted it (:func:`trusted_location`).
+
+    The caller's PATH is searched first (absolute entries only: an empty or relative entry means
+    "the current directory", which a sandboxed agent can write), then :data:`SYSTEM_DIRS`; a
+    candidate in an untrusted place is skipped, never run.
     """
     import shutil
 
     entries = search_path if search_path is not None else os.environ.get("PATH", os.defpath)
-    absolute = os.pathsep.join(p for p in entries.split(os.pathsep) if os.path.isabs(p))
-    return shutil.which(name, path=absolute) if absolute else None
+    directories = [p for p in entries.split(os.pathsep) if os.path.isabs(p)]
+    for directory in dict.fromkeys([*directories, *SYSTEM_DIRS]):
+        found = shutil.which(name, path=directory)
+        if found and trusted_location(found):
+            return found
+    return None
+
+
+def untrusted_candidates(name: str, search_path: str | None = None) -> list[str]:
+    """Where ``name`` is on PATH but :func:`host_which` will not run it from (for egg doctor)."""
+    import shutil
+
+    entries = search_path if search_path is not None else os.environ.get("PATH", os.defpath)
+    found = []
+    for directory in dict.fromkeys(p for p in entries.split(os.pathsep) if p):
+        candidate = shutil.which(name, path=directory)
+        if candidate and not (os.path.isabs(candidate) and trusted_location(candidate)):
+            found.append(candidate)
+    return found

@@ -124,6 +124,8 @@ class EffectivePolicy:
     audit: bool = False
     trace: bool = False
     requires_sandbox: bool = True
+    #: threat H guards (git metadata, agent settings); off only by egg.yaml's key of that name
+    persistence_guards: bool = True
     drilled: tuple[DrilledHole, ...] = attrs.field(default=(), converter=to_tuple)
     derived: tuple[DrilledHole, ...] = attrs.field(default=(), converter=to_tuple)
     suppressed: tuple[DrilledHole, ...] = attrs.field(default=(), converter=to_tuple)
@@ -238,9 +240,17 @@ def _is_loopback(host: str) -> bool:
 
 
 def protected_paths(
-    config_files: Sequence[str | os.PathLike[str]], egg_home: Path, launcher: Iterable[str] = ()
+    config_files: Sequence[str | os.PathLike[str]],
+    egg_home: Path,
+    launcher: Iterable[str] = (),
+    cwd: str | os.PathLike[str] | None = None,
 ) -> list[FsEntry]:
-    """What the sandbox may never write (and $EGG_HOME, which it may not even read)."""
+    """What the sandbox may never write (and $EGG_HOME, which it may not even read).
+
+    Threat I, unconditional: no config (``base: none`` included) can take these away. A
+    missing ``./egg.yaml`` in ``cwd`` is held by an empty placeholder (which discovery reads as
+    "no file"): a sandbox that created it would write the policy of the next run.
+    """
     entries = [
         FsEntry(
             "deny",
@@ -252,6 +262,17 @@ def protected_paths(
         entries.append(
             FsEntry("deny-write", os.path.abspath(path), f"{EGG_SOURCE}: a config of this session")
         )
+    if cwd is not None:
+        local = os.path.join(os.path.abspath(cwd), "egg.yaml")
+        if not any(os.path.abspath(path) == local for path in config_files):
+            entries.append(
+                FsEntry(
+                    "deny-write",
+                    local,
+                    f"{EGG_SOURCE}: the config the next egg command here would read",
+                    seed="",
+                )
+            )
     for path in launcher:
         entries.append(FsEntry("deny-write", path, f"{EGG_SOURCE}: the egg launcher/installation"))
     return entries
@@ -260,14 +281,17 @@ def protected_paths(
 def launcher_paths(environ: Mapping[str, str]) -> list[str]:
     """The egg console script(s) and the installation they run (venv, package dirs)."""
     import importlib.util
-
-    from egg_core.paths import host_which
+    import shutil
 
     found: list[str] = []
     for prefix in {sys.prefix, sys.exec_prefix}:
         if prefix not in ("/", "/usr", "/usr/local"):
             found.append(os.path.realpath(prefix))
-    script = host_which("egg", environ.get("PATH", os.defpath))
+    # every egg on PATH, trusted or not: protecting is not running
+    search = os.pathsep.join(
+        p for p in environ.get("PATH", os.defpath).split(os.pathsep) if os.path.isabs(p)
+    )
+    script = shutil.which("egg", path=search) if search else None
     if script:
         found += [os.path.abspath(script), os.path.realpath(script)]
     for package in ("egg_core", "egg_plugins"):
@@ -443,6 +467,7 @@ def resolve_policy(
         audit=config.audit,
         trace=config.trace,
         requires_sandbox=requires_sandbox(config, agent),
+        persistence_guards=config.persistence_guards,
         drilled=drilled,
         derived=derived,
         suppressed=suppressed,

@@ -51,7 +51,7 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
 
 
 def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
-    from egg_core.launch import find_command, plan_launch
+    from egg_core.launch import audit_after_run, find_command, plan_launch
     from egg_core.runner import run_foreground
 
     cwd = Path(os.getcwd())
@@ -88,7 +88,11 @@ def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
         prepared = plan.selection.platform.prepare(launch)
         if prepared.recipe is not None:
             remember(ns, ctx, command, plan, prepared, cwd)
-        return run_foreground(prepared, tty=ns.tty)
+        try:
+            return run_foreground(prepared, tty=ns.tty)
+        finally:
+            for line in audit_after_run(plan):
+                print(f"egg: {line}", file=sys.stderr)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
 
@@ -128,8 +132,11 @@ def remember(
     facts += _ssh_agent_facts(plan, environ)
     env_copy = [n for n, v in prepared.env.items() if environ.get(n) == v]
     env_set = {n: v for n, v in prepared.env.items() if environ.get(n) != v}
+    if plan.git_state is not None:
+        facts += plan.git_state["watch"]
     entry = {
         **prepared.recipe,
+        "git": plan.git_state,
         "facts": facts + prepared.facts,
         "env_copy": env_copy,
         "env_set": env_set,

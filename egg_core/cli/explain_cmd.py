@@ -72,6 +72,7 @@ def explain_data(ns: argparse.Namespace, ctx: Context) -> dict[str, Any]:
         "platform_error": plan.platform_problem,
         "outer_boundary": plan.selection.outer_boundary,
         "requires_sandbox": policy.requires_sandbox,
+        "persistence_guards": policy.persistence_guards,
         "command": platform.command(launch),
         "argv": list(plan.argv),
         "config": {
@@ -108,6 +109,20 @@ def _holes(title: str, holes: list[dict[str, str]]) -> list[str]:
     return [f"{title}:", render_table(["KIND", "VALUE", "AGENT", "REASON"], rows)]
 
 
+def _persistence_line(data: dict[str, Any]) -> str:
+    if not data["requires_sandbox"]:
+        return "not guarded (no sandbox)"
+    if data["persistence_guards"]:
+        return (
+            "guarded: git's configuration and hooks read-only, repositories created inside "
+            "audited after the run, agent settings restored"
+        )
+    return (
+        "NOT guarded (egg.yaml: persistence_guards: false): what the sandbox writes into "
+        "git's metadata or the agent's settings may run on the host later"
+    )
+
+
 def render_human(data: dict[str, Any]) -> str:
     agent = data["agent"]
     if not data["known_agent"]:
@@ -140,6 +155,7 @@ def render_human(data: dict[str, Any]) -> str:
                     f"{net['need']} ({net['mode']}); domains: {domains}; local ports: {ports}",
                 ],
                 ["resources", limits],
+                ["persistence", _persistence_line(data)],
                 ["env", ", ".join(data["env"]) + "  (names only)"],
             ],
         ).split("\n", 1)[1],

@@ -194,7 +194,8 @@ def run_session(ns: argparse.Namespace, ctx: Context) -> int:
         return 0
     print(f"egg: session {paths.id} (detach with {ns.detach_key})", file=sys.stderr)
     code = attach(paths, detach_key=detach_key)
-    for line in read_json(paths.meta).get("settings_restored") or []:
+    meta = read_json(paths.meta)
+    for line in [*(meta.get("settings_restored") or []), *(meta.get("git_guard") or [])]:
         print(f"egg: {line}", file=sys.stderr)
     return code
 

@@ -46,6 +46,7 @@ READ_SIZE = 1 << 14
 BATCH_SIZE = 1 << 18
 OUTPUT_CHUNK = 1 << 19
 SCREEN_MAX_BYTES = 1 << 20  # egg status --screen renders at most this much with pyte
+GIT_WATCH_INTERVAL = 1.0  # seconds between checks for a repository the sandbox created
 
 
 def log(paths: SessionPaths, message: str) -> None:
@@ -103,6 +104,9 @@ class Daemon:
         self.browser_offset = 0
         self.pm: Any = None
         self.info: Any = None
+        self.plan: Any = None
+        #: what the git guard removed during the session (see egg_core.gitguard)
+        self.git_lines: list[str] = []
 
     # -- start-up ------------------------------------------------------------------------------
 
@@ -128,7 +132,7 @@ class Daemon:
             resume_id=spec.resume_id,
         )
         self.plan = plan
-        settings = settings_files(plan)
+        settings = settings_files(plan) if plan.policy.persistence_guards else []
         snapshot.take(self.paths, settings)
         self.paths.shared.mkdir(mode=0o700, exist_ok=True)
         launch = plan.launch(
@@ -247,7 +251,7 @@ class Daemon:
         loop.add_signal_handler(signal.SIGCHLD, self.reap)
         loop.add_signal_handler(signal.SIGTERM, self.terminate_command)
         loop.add_signal_handler(signal.SIGHUP, lambda: None)
-        timers = [asyncio.create_task(self.periodic())]
+        timers = [asyncio.create_task(self.periodic()), asyncio.create_task(self.watch_git())]
         self.reap()
         await self.done.wait()
         loop.remove_reader(self.proc.fd)
@@ -330,6 +334,29 @@ class Daemon:
             if not data:
                 return
             self.on_output(data)
+
+    async def watch_git(self) -> None:
+        """While the agent works, a repository it creates (``git init``, a staged submodule) is
+        audited within GIT_WATCH_INTERVAL: the host's shell prompt runs ``git status`` at every
+        prompt, long before the session ends. The check is a few ``stat`` calls; an audit runs
+        off the event loop."""
+        from egg_core.gitguard import changed
+
+        state = self.plan.git_state
+        if state is None:
+            return
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(GIT_WATCH_INTERVAL)
+            if changed(state):
+                await loop.run_in_executor(None, self.audit_git)
+
+    def audit_git(self) -> None:
+        from egg_core.launch import audit_after_run
+
+        for line in audit_after_run(self.plan):
+            log(self.paths, line)
+            self.git_lines.append(line)
 
     async def periodic(self) -> None:
         watchdog_logged = False
@@ -603,6 +630,8 @@ class Daemon:
         restored = snapshot.restore(self.paths)
         for line in restored:
             log(self.paths, f"settings snapshot: {line}")
+        if self.plan is not None:
+            self.audit_git()
         if self.pm is not None and self.info is not None:
             with contextlib.suppress(Exception):
                 self.pm.hook.egg_session_ended(session=self.info, exit_code=code)
@@ -614,6 +643,7 @@ class Daemon:
             ended=time.time(),
             bytes=self.ring.total,
             settings_restored=restored,
+            git_guard=self.git_lines,
         )
         for client in list(self.clients):
             client.send(p.EXIT, p.pack_exit(code, self.exit_reason))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import attrs
 
+from egg_core import gitguard
 from egg_core.config import default_config, merge_configs
 from egg_core.config_yaml import load_config_string
 from egg_core.policy import EffectivePolicy, FsEntry, protected_paths, resolve_policy
@@ -104,7 +105,11 @@ def case(name: str) -> Case:
 def policy_for(case: Case) -> EffectivePolicy:
     profile = importlib.import_module(f"egg_plugins.agents.{case.agent}").PROFILE
     config = merge_configs(default_config(), load_config_string(case.yaml, "egg.yaml"), HOME)
-    protected = protected_paths([CWD / "egg.yaml"], EGG_HOME, LAUNCHER)
+    protected = protected_paths([CWD / "egg.yaml"], EGG_HOME, LAUNCHER, CWD)
+    # what the git guard adds for a repository in the workspace (paths missing here: seeded)
+    dotgit = str(CWD / ".git")
+    layout = gitguard.Layout(dotgits=(dotgit,), gitdirs=(dotgit,), commons=(dotgit,))
+    protected += gitguard.protections(layout, lambda path: True)
     policy = resolve_policy(
         config,
         profile,

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from egg_core import unix_sockets
-from egg_core.paths import host_which
+from egg_core.paths import host_which, untrusted_candidates
 from egg_core.sandbox import Check
 
 from . import cgroups
@@ -157,7 +157,7 @@ def check_tools() -> list[Check]:
             () if prlimit else ("resources.max_fds", "resources.cpu", "resources.memory"),
         )
     )
-    code, _ = _run(["env", "--default-signal=INT", "true"])
+    code, _ = _run([host_which("env") or "/usr/bin/env", "--default-signal=INT", "true"])
     checks.append(
         Check(
             "env --default-signal",
@@ -170,6 +170,36 @@ def check_tools() -> list[Check]:
     return checks
 
 
+#: the programs egg runs on the host, as the user
+HELPERS = ("bwrap", "prlimit", "strace", "git")
+
+
+def check_helpers() -> Check:
+    """Threat H: egg runs its helpers only from places no sandbox can write (a ``bwrap`` planted
+    in a workspace on PATH would run on the host at the next launch)."""
+    used = []
+    ignored = []
+    missing = []
+    for name in HELPERS:
+        found = host_which(name)
+        if found:
+            used.append(f"{name}={found}")
+        skipped = untrusted_candidates(name)
+        ignored += skipped
+        if not found and skipped:
+            missing.append(name)
+    detail = "run only from directories only root can write: " + (", ".join(used) or "none")
+    if ignored:
+        detail += "; ignored (a sandbox could have put them there): " + ", ".join(ignored)
+    return Check(
+        "host helpers",
+        not missing,
+        detail,
+        None if not missing else f"install {', '.join(missing)} system-wide (apt install ...)",
+        ("*",) if "bwrap" in missing else (),
+    )
+
+
 def diagnose(bwrap: str | None) -> list[Check]:
     return [
         check_bwrap(bwrap),
@@ -180,4 +210,5 @@ def diagnose(bwrap: str | None) -> list[Check]:
         check_landlock(),
         check_socket_table(),
         *check_tools(),
+        check_helpers(),
     ]
