@@ -111,15 +111,15 @@ def _holes(title: str, holes: list[dict[str, str]]) -> list[str]:
 
 def _persistence_line(data: dict[str, Any]) -> str:
     if not data["requires_sandbox"]:
-        return "not guarded (no sandbox)"
+        return "none (no sandbox)"
     if data["persistence_guards"]:
         return (
-            "guarded: git's configuration and hooks read-only, repositories created inside "
-            "audited after the run, agent settings restored"
+            "persistence guarded: git's configuration and hooks read-only, repositories created "
+            "inside audited after the run, agent settings restored"
         )
     return (
-        "NOT guarded (egg.yaml: persistence_guards: false): what the sandbox writes into "
-        "git's metadata or the agent's settings may run on the host later"
+        "persistence NOT guarded (egg.yaml: persistence_guards: false): what the sandbox writes "
+        "into git's metadata or the agent's settings may run on the host later"
     )
 
 
@@ -155,7 +155,7 @@ def render_human(data: dict[str, Any]) -> str:
                     f"{net['need']} ({net['mode']}); domains: {domains}; local ports: {ports}",
                 ],
                 ["resources", limits],
-                ["persistence", _persistence_line(data)],
+                ["guards", _persistence_line(data)],
                 ["env", ", ".join(data["env"]) + "  (names only)"],
             ],
         ).split("\n", 1)[1],
