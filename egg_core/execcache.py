@@ -286,8 +286,13 @@ def _prune(directory: str) -> None:
 
 
 def live_sessions_need_recovery(environ: Mapping[str, str]) -> bool:
-    """A session whose daemon died is recovered by the full path (which says so)."""
+    """A session whose daemon died, or an ``egg exec`` that was killed, is recovered by the
+    full path (which says so)."""
+    from egg_core import rundirs
+
     home = os.path.dirname(os.path.dirname(cache_dir(environ)))
+    if rundirs.orphans(home):
+        return True
     live = os.path.join(home, "sessions", ".live")
     try:
         names = os.listdir(live)
@@ -339,12 +344,29 @@ def try_run(args: list[str], environ: Mapping[str, str]) -> int | None:
     runner = getattr(importlib.import_module(module_name), function)
     env = {name: environ[name] for name in entry["env_copy"] if name in environ}
     env.update(entry["env_set"])
+    run_dir = _snapshot_settings(entry.get("settings"), environ)
     try:
         return int(runner(entry, env))
     finally:
         git = entry.get("git")
         if git and stale_fact(git["watch"]) is not None:
             _git_audit(git, environ)
+        if run_dir is not None:
+            from egg_core import rundirs
+
+            rundirs.finish(run_dir, os.path.dirname(os.path.dirname(cache_dir(environ))))
+
+
+def _snapshot_settings(files: list[str] | None, environ: Mapping[str, str]) -> str | None:
+    """The agent's settings, copied into a launch directory before the run (threat H: what the
+    sandbox writes there must not run on the host later); None when there are none to copy."""
+    if not files:
+        return None
+    from egg_core import rundirs, snapshot
+
+    run_dir = rundirs.create(os.path.dirname(os.path.dirname(cache_dir(environ))))
+    snapshot.take(os.path.join(run_dir, "settings"), files)
+    return run_dir
 
 
 def _git_audit(state: dict[str, Any], environ: Mapping[str, str]) -> None:

@@ -74,6 +74,26 @@ class Plan:
             shared_dir=shared_dir,
         )
 
+    def settings_files(self) -> list[str]:
+        """Files to snapshot before a run and restore after it (threat H): the agent's settings
+        in $HOME and in the workspace, direnv's .envrc, an egg.yaml ``agent_settings`` override.
+        None when the persistence guards are off, or nothing is sandboxed."""
+        policy = self.policy
+        if not (policy.persistence_guards and policy.requires_sandbox):
+            return []
+        home, cwd = Path(policy.home), Path(policy.cwd)
+        files = [home / grant.value for grant in self.profile.settings_files]
+        files += [cwd / grant.value for grant in self.profile.project_settings_files]
+        files += [cwd / name for name in WORKSPACE_HOOK_FILES]
+        override = self.resolved.config.agent_settings_map.get(self.profile.name)
+        if override:
+            files.append(Path(os.path.expanduser(override.replace("~", str(home), 1))))
+        return [str(path) for path in dict.fromkeys(files)]
+
+
+#: workspace files that run code outside the sandbox for any agent, snapshotted in every run
+WORKSPACE_HOOK_FILES = (".envrc",)
+
 
 def default_shell(config_shell: str | None, environ: Mapping[str, str]) -> str:
     return config_shell or environ.get("SHELL") or "/bin/sh"

@@ -119,13 +119,16 @@ def _add_plugin_commands(ctx: Context, registry: CommandRegistry) -> None:
 
 
 def _recover_crashed_sessions(env: Mapping[str, str]) -> None:
-    """Any egg command restores the settings of sessions whose daemon died, and says so."""
+    """Any egg command restores the settings of sessions whose daemon died, and of killed
+    ``egg exec`` runs, and says so."""
+    from egg_core import rundirs
     from egg_core.paths import egg_home
 
     try:
-        if not any((egg_home(env) / "sessions" / ".live").iterdir()):
-            return
+        live = any((egg_home(env) / "sessions" / ".live").iterdir())
     except OSError:
+        live = False
+    if not live and not rundirs.orphans(str(egg_home(env))):
         return
     from egg_core.cli.session_cmds import recover_crashed_sessions
 

@@ -38,7 +38,14 @@ def collect(ctx: Context) -> dict[str, Any]:
                 "checks": [c.to_json() for c in checks],
             }
         )
-    return {"platforms": platforms, "failing_features": failing}
+    from egg_core import guardlog
+    from egg_core.paths import egg_home
+
+    return {
+        "platforms": platforms,
+        "failing_features": failing,
+        "guard_log": guardlog.recent(egg_home(ctx.environ)),
+    }
 
 
 def run(ns: argparse.Namespace, ctx: Context) -> int:
@@ -64,4 +71,8 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
             print(f"  {label}: {'; '.join(why)}")
     else:
         print("every policy feature can be enforced here")
+    if data["guard_log"]:
+        print("persistence guard: what could not be done (latest last; $EGG_HOME/guard.log):")
+        for line in data["guard_log"]:
+            print(f"  {line}")
     return 0

@@ -10,9 +10,7 @@ from __future__ import annotations
 import argparse
 import glob
 import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -51,6 +49,7 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
 
 
 def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
+    from egg_core import rundirs, snapshot
     from egg_core.launch import audit_after_run, find_command, plan_launch
     from egg_core.runner import run_foreground
 
@@ -75,11 +74,12 @@ def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
     if not os.access(found, os.X_OK) or os.path.isdir(found):
         raise EggError(f"{command[0]}: permission denied", exit_code=126)
     # In $EGG_HOME (hidden from every sandbox), not in /tmp: a directory the sandbox sees would
-    # change under the exec cache's feet.
-    run_dir = plan.egg_home / "run"
-    run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    work_dir = Path(tempfile.mkdtemp(prefix="exec-", dir=run_dir))
+    # change under the exec cache's feet. It holds the settings snapshot, restored by the next
+    # egg command if this one is killed (egg_core.rundirs).
+    work_dir = Path(rundirs.create(str(plan.egg_home)))
+    settings = plan.settings_files()
     try:
+        snapshot.take(str(work_dir / "settings"), settings)
         launch = plan.launch(
             work_dir=work_dir,
             tty=ns.tty,
@@ -94,7 +94,7 @@ def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
             for line in audit_after_run(plan):
                 print(f"egg: {line}", file=sys.stderr)
     finally:
-        shutil.rmtree(work_dir, ignore_errors=True)
+        rundirs.finish(str(work_dir), str(plan.egg_home))
 
 
 def remember(
@@ -137,6 +137,7 @@ def remember(
     entry = {
         **prepared.recipe,
         "git": plan.git_state,
+        "settings": plan.settings_files(),
         "facts": facts + prepared.facts,
         "env_copy": env_copy,
         "env_set": env_set,

@@ -86,8 +86,35 @@ def _egg_home(ctx: Context) -> Path:
 
 
 def recover_crashed_sessions(egg_home: Path) -> list[str]:
-    """Restore the settings snapshots of sessions whose daemon died without restoring them."""
-    from egg_core.session import snapshot
+    """Restore the settings snapshots of sessions whose daemon died without restoring them, and
+    of ``egg exec`` runs that were killed. Never raises: one broken session must not make every
+    egg command fail."""
+    messages = []
+    for recover in (_recover_sessions, _recover_exec_runs):
+        try:
+            messages += recover(egg_home)
+        except Exception as exc:
+            messages.append(f"recovering crashed runs failed: {type(exc).__name__}: {exc}")
+    return messages
+
+
+def _recover_exec_runs(egg_home: Path) -> list[str]:
+    from egg_core import guardlog, rundirs, snapshot
+
+    messages = []
+    for run_dir in rundirs.orphans(str(egg_home)):
+        settings = os.path.join(run_dir, "settings")
+        if snapshot.pending(settings):
+            changed = snapshot.restore(settings)
+            guardlog.record(egg_home, snapshot.failures(changed))
+            detail = "; ".join(changed) if changed else "nothing had changed"
+            messages.append(f"an egg exec was killed; settings restored ({detail})")
+        rundirs.remove(run_dir)
+    return messages
+
+
+def _recover_sessions(egg_home: Path) -> list[str]:
+    from egg_core import guardlog, snapshot
     from egg_core.session.store import (
         SessionPaths,
         clear_live,
@@ -107,7 +134,8 @@ def recover_crashed_sessions(egg_home: Path) -> list[str]:
         if daemon_alive(paths):
             continue
         if paths.directory.is_dir():
-            changed = snapshot.restore(paths)
+            changed = snapshot.restore(str(paths.settings))
+            guardlog.record(egg_home, snapshot.failures(changed))
             update_meta(paths, state="crashed", ended=time.time())
             paths.sock.unlink(missing_ok=True)
             detail = "; ".join(changed) if changed else "nothing had changed"

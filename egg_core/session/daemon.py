@@ -21,6 +21,7 @@ import os
 import signal
 import stat
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -98,6 +99,8 @@ class Daemon:
         self.prepared: Any = None
         self.child_pid: int | None = None
         self.done = asyncio.Event()
+        #: the end is recorded and the settings restored: a client attaching now gets EXIT
+        self.finished = False
         self.pending_input = bytearray()
         self.writer_armed = False
         self.first_attach = asyncio.Event()
@@ -107,14 +110,15 @@ class Daemon:
         self.plan: Any = None
         #: what the git guard removed during the session (see egg_core.gitguard)
         self.git_lines: list[str] = []
+        self.git_lock = threading.Lock()
 
     # -- start-up ------------------------------------------------------------------------------
 
     def start(self) -> None:
         """Resolve, snapshot, prepare and spawn. Raises EggError for anything a user can fix."""
+        from egg_core import snapshot
         from egg_core.launch import plan_launch
         from egg_core.plugins import get_plugin_manager
-        from egg_core.session import snapshot
         from egg_core.session.info import SessionInfo
 
         spec = self.spec
@@ -132,8 +136,8 @@ class Daemon:
             resume_id=spec.resume_id,
         )
         self.plan = plan
-        settings = settings_files(plan) if plan.policy.persistence_guards else []
-        snapshot.take(self.paths, settings)
+        settings = plan.settings_files()
+        snapshot.take(str(self.paths.settings), settings)
         self.paths.shared.mkdir(mode=0o700, exist_ok=True)
         launch = plan.launch(
             work_dir=self.paths.directory,
@@ -352,11 +356,13 @@ class Daemon:
                 await loop.run_in_executor(None, self.audit_git)
 
     def audit_git(self) -> None:
+        """One audit at a time: the watcher's may still run in its thread when finish() starts."""
         from egg_core.launch import audit_after_run
 
-        for line in audit_after_run(self.plan):
-            log(self.paths, line)
-            self.git_lines.append(line)
+        with self.git_lock:
+            for line in audit_after_run(self.plan):
+                log(self.paths, line)
+                self.git_lines.append(line)
 
     async def periodic(self) -> None:
         watchdog_logged = False
@@ -549,8 +555,11 @@ class Daemon:
                 # The ring cannot reproduce the screen exactly (a program that redraws by moving
                 # the cursor up, like Ink-based agents): have the program repaint itself.
                 self.nudge_repaint()
-            if self.exit_code is not None:
-                client.send(p.EXIT, p.pack_exit(self.exit_code, self.exit_reason))
+            if self.finished:
+                # (before that, finish() sends it: once the settings are restored and the end
+                # is recorded, so a user never has the prompt back before the session is over)
+                code = self.exit_code if self.exit_code is not None else 1
+                client.send(p.EXIT, p.pack_exit(code, self.exit_reason))
             return True
         if kind == p.STATUS:
             data = self.status()
@@ -622,14 +631,15 @@ class Daemon:
     async def finish(self) -> None:
         """Restore settings and record the end first, then tell the clients: by the time a user
         has the prompt back, the session is fully over."""
-        from egg_core.session import snapshot
+        from egg_core import guardlog, snapshot
 
         code = self.exit_code if self.exit_code is not None else 1
         if self.audit is not None:
             self.audit.close()
-        restored = snapshot.restore(self.paths)
+        restored = snapshot.restore(str(self.paths.settings))
         for line in restored:
             log(self.paths, f"settings snapshot: {line}")
+        guardlog.record(self.paths.directory.parent.parent, snapshot.failures(restored))
         if self.plan is not None:
             self.audit_git()
         if self.pm is not None and self.info is not None:
@@ -645,6 +655,7 @@ class Daemon:
             settings_restored=restored,
             git_guard=self.git_lines,
         )
+        self.finished = True
         for client in list(self.clients):
             client.send(p.EXIT, p.pack_exit(code, self.exit_reason))
         for client in list(self.clients):
@@ -668,14 +679,14 @@ def main(argv: list[str]) -> int:
         daemon = Daemon(paths)
         daemon.start()
     except Exception as exc:
+        from egg_core import snapshot
         from egg_core.errors import EggError
-        from egg_core.session import snapshot
 
         message = exc.message if isinstance(exc, EggError) else f"{type(exc).__name__}: {exc}"
         log(paths, f"failed to start: {message}")
         if not isinstance(exc, EggError):
             log(paths, traceback.format_exc())
-        snapshot.restore(paths)
+        snapshot.restore(str(paths.settings))
         update_meta(paths, state="failed", error=message, ended=time.time())
         clear_live(paths)
         return 1
@@ -685,23 +696,6 @@ def main(argv: list[str]) -> int:
         log(paths, "daemon crashed:\n" + traceback.format_exc())
         raise
     return 0
-
-
-#: workspace files that run code outside the sandbox for any agent, snapshotted in every session
-WORKSPACE_HOOK_FILES = (".envrc",)
-
-
-def settings_files(plan: Any) -> list[Path]:
-    """Files to snapshot: the agent's settings in $HOME and in the workspace, direnv's .envrc,
-    and an egg.yaml ``agent_settings`` override."""
-    home, cwd = Path(plan.policy.home), Path(plan.policy.cwd)
-    files = [home / grant.value for grant in plan.profile.settings_files]
-    files += [cwd / grant.value for grant in plan.profile.project_settings_files]
-    files += [cwd / name for name in WORKSPACE_HOOK_FILES]
-    override = plan.resolved.config.agent_settings_map.get(plan.profile.name)
-    if override:
-        files.append(Path(os.path.expanduser(override.replace("~", str(home), 1))))
-    return list(dict.fromkeys(files))
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ def test_base_none_does_not_let_the_sandbox_write_the_next_runs_egg_yaml(
     else:
         options = ["--config", str(box.config(config, path=box.root / "team.yaml"))]
 
-    attack = box.exec("sh", "-c", f"printf \"{WIDE_OPEN}\" > egg.yaml", options=options)
+    attack = box.exec("sh", "-c", f'printf "{WIDE_OPEN}" > egg.yaml', options=options)
     after = box.run("explain", "--json", *options)
 
     assert attack.returncode != 0

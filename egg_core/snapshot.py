@@ -1,0 +1,477 @@
+"""Agent settings snapshot: copy hook-bearing settings before a run, put them back after it.
+
+Threat H. An agent's settings files (``~/.claude/settings.json``, ``.mcp.json`` in the workspace,
+…) define hooks and commands that run *outside* the sandbox the next time the agent is used
+without egg, and the agent may write them during a run (its directory is writable). So they are
+copied into the run's own directory before the command starts and put back when it ends — on
+every launch path: ``egg run``, ``egg exec`` and ``egg exec``'s cached fast path. Changed files get
+their old content, files the run created are removed, a replaced parent symlink gets its old
+target. The copy lives in the run's directory (hidden from the sandbox), so if egg dies before
+restoring, the next ``egg`` command finds it and restores it (:func:`pending`).
+
+Threat M: the restore runs on the host, as the user, on directories the sandbox shaped. It
+trusts nothing there, and it completes against any shape:
+
+- every directory is opened one component at a time with ``O_NOFOLLOW`` from the real path
+  recorded before the run, so a symlink the sandbox put in place of a directory (``./.claude``
+  -> elsewhere) is never followed: it is removed and an empty directory made in its place, and
+  the snapshotted files restored there;
+- a directory the sandbox made unwritable (``chmod 555``) is made writable again — it is the
+  user's own — and given back the mode it had before the run;
+- whatever stands where a file belongs (a 3,000-level directory, a FIFO) is removed
+  iteratively, through descriptors, so neither recursion nor path length limits it;
+- replacements are written to a fresh name beside the target and renamed over it (a name the
+  sandbox planted is never opened), and that name is removed on every failure;
+- a file that cannot be restored is one line in the result, never an exception: the daemon
+  does not crash and no later egg command fails because of it.
+
+Standard library only (``os``, ``stat``, ``marshal``): the exec cache's fast path uses it.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import stat
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+MANIFEST = "manifest"
+#: what an older egg wrote (JSON); still read so its crashed sessions are restored
+LEGACY_MANIFEST = "manifest.json"
+MAX_SETTINGS_BYTES = 64 << 20
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+# --- before the run ----------------------------------------------------------------------------
+
+
+def take(directory: str, files: Sequence[str]) -> None:
+    """Record each file's content, link target or absence under ``directory`` (created 0700)."""
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    entries: list[dict[str, Any]] = []
+    for index, path in enumerate(files):
+        path = os.path.abspath(path)
+        parent = os.path.dirname(path)
+        real_parent = os.path.realpath(parent)
+        entry: dict[str, Any] = {
+            "path": path,
+            "real": os.path.join(real_parent, os.path.basename(path)),
+            "kind": "absent",
+            "modes": _directory_modes(real_parent),
+        }
+        try:
+            link = os.readlink(parent)
+        except OSError:
+            link = None
+        if link is not None:  # a symlinked directory: its target is part of the settings
+            entry["parent_link"] = link
+            entry["parent_link_at"] = os.path.join(
+                os.path.realpath(os.path.dirname(parent)), os.path.basename(parent)
+            )
+        try:
+            st = os.lstat(entry["real"])
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISLNK(st.st_mode):
+            entry.update(kind="symlink", target=os.readlink(entry["real"]))
+        elif st is not None and stat.S_ISREG(st.st_mode) and st.st_size <= MAX_SETTINGS_BYTES:
+            copy = os.path.join(directory, f"{index}.orig")
+            _write_new(copy, _read_file(entry["real"]), 0o600)
+            entry.update(kind="file", copy=copy, mode=stat.S_IMODE(st.st_mode))
+        elif st is not None:
+            entry.update(kind="other")  # a directory or device: not a settings file; left alone
+        entries.append(entry)
+    _save(directory, {"files": entries, "restored": False})
+
+
+def _directory_modes(real_parent: str) -> dict[str, int]:
+    """The permission bits of the directory and its ancestors, to give back after a restore
+    that had to make one writable."""
+    modes = {}
+    current = real_parent
+    while current != "/":
+        try:
+            modes[current] = stat.S_IMODE(os.lstat(current).st_mode)
+        except OSError:
+            break
+        current = os.path.dirname(current)
+    return modes
+
+
+# --- after the run -----------------------------------------------------------------------------
+
+
+def pending(directory: str) -> bool:
+    manifest = _load(directory)
+    return manifest is not None and not manifest.get("restored", False)
+
+
+def restore(directory: str) -> list[str]:
+    """Put every snapshotted file back; one line per file the run changed or that could not be
+    restored. Never raises for anything the sandbox can shape."""
+    manifest = _load(directory)
+    if not manifest or manifest.get("restored"):
+        return []
+    lines = []
+    for entry in manifest.get("files", []):
+        if not isinstance(entry, dict) or entry.get("kind") == "other":
+            continue
+        try:
+            line = _restore_one(entry)
+        except Exception as exc:  # one bad file must not stop the others, nor the caller
+            line = f"NOT restored {entry.get('path')}: {_why(exc)}"
+        if line:
+            lines.append(line)
+    manifest["restored"] = True
+    try:
+        _save(directory, manifest)
+    except OSError:
+        pass
+    return lines
+
+
+def failures(lines: Sequence[str]) -> list[str]:
+    """The lines of :func:`restore` that say something could not be restored."""
+    return [line for line in lines if line.startswith("NOT restored")]
+
+
+def _restore_one(entry: dict[str, Any]) -> str | None:
+    path = str(entry["path"])
+    real = str(entry.get("real") or path)
+    notes: list[str] = []
+    modes: dict[str, int] = dict(entry.get("modes") or {})
+    if "parent_link" in entry:
+        notes += _restore_link(str(entry["parent_link_at"]), str(entry["parent_link"]), modes)
+    parent_fd = _open_directory(
+        os.path.dirname(real), modes, notes, create=entry["kind"] != "absent"
+    )
+    line = None
+    if parent_fd is not None:
+        try:
+            line = _restore_in(parent_fd, os.path.basename(real), entry, path)
+        finally:
+            os.close(parent_fd)
+    notes += _give_back_modes(modes)
+    return "; ".join([*notes, *([line] if line else [])]) or None
+
+
+def _restore_in(parent_fd: int, name: str, entry: dict[str, Any], path: str) -> str | None:
+    kind = entry["kind"]
+    try:
+        st = os.lstat(name, dir_fd=parent_fd)
+    except FileNotFoundError:
+        st = None
+    if kind == "absent":
+        if st is None:
+            return None
+        _remove_at(parent_fd, name, st)
+        return f"removed {path} (created during the session)"
+    if kind == "symlink":
+        wanted = str(entry["target"])
+        if (
+            st is not None
+            and stat.S_ISLNK(st.st_mode)
+            and os.readlink(name, dir_fd=parent_fd) == wanted
+        ):
+            return None
+        _replace_at(parent_fd, name, st, lambda tmp: os.symlink(wanted, tmp, dir_fd=parent_fd))
+        return f"restored {path} (symlink)"
+    original = _read_file(str(entry["copy"]))
+    mode = int(entry.get("mode", 0o600))
+    if (
+        st is not None
+        and stat.S_ISREG(st.st_mode)
+        and stat.S_IMODE(st.st_mode) == mode
+        and st.st_size == len(original)
+        and _read_at(parent_fd, name) == original
+    ):
+        return None
+    _replace_at(parent_fd, name, st, lambda tmp: _write_new(tmp, original, mode, parent_fd))
+    return f"restored {path}"
+
+
+# --- walking what the sandbox shaped ------------------------------------------------------------
+
+
+def _open_directory(
+    real_dir: str, modes: dict[str, int], notes: list[str], *, create: bool
+) -> int | None:
+    """A descriptor for ``real_dir``, walked from ``/`` one component at a time without
+    following any symlink. A component that is now a symlink or not a directory is removed
+    (what the sandbox put there) and, with ``create``, replaced by an empty directory; a
+    missing one is made with ``create`` and otherwise ends the walk (None)."""
+    fd = os.open("/", _DIR_FLAGS)
+    current = "/"
+    try:
+        for part in [p for p in real_dir.split("/") if p]:
+            child = os.path.join(current, part)
+            try:
+                next_fd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    os.close(fd)
+                    return None
+                _writable(fd)
+                os.mkdir(part, modes.get(child, 0o700), dir_fd=fd)
+                notes.append(f"recreated {child}")
+                next_fd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno == 13:  # EACCES: the sandbox took away our own permission
+                    _take_back(fd, part, child, modes)
+                    next_fd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                elif exc.errno in (20, 40):  # ENOTDIR, ELOOP: a symlink or file stands there
+                    st = os.lstat(part, dir_fd=fd)
+                    what = _describe(part, fd, st)
+                    _writable(fd)
+                    _remove_at(fd, part, st)
+                    notes.append(f"removed {what} that stood in place of the directory {child}")
+                    if not create:
+                        os.close(fd)
+                        return None
+                    os.mkdir(part, modes.get(child, 0o700), dir_fd=fd)
+                    next_fd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                else:
+                    raise
+            os.close(fd)
+            fd, current = next_fd, child
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _describe(name: str, dir_fd: int, st: os.stat_result) -> str:
+    if stat.S_ISLNK(st.st_mode):
+        return f"a symlink (to {os.readlink(name, dir_fd=dir_fd)})"
+    return "a file"
+
+
+def _take_back(parent_fd: int, name: str, path: str, modes: dict[str, int]) -> None:
+    """Make ``name`` (a directory of the user's own) searchable and writable again; its mode
+    from before the run (or, if unknown, the one it had) is given back afterwards."""
+    st = os.lstat(name, dir_fd=parent_fd)
+    if st.st_uid != os.geteuid():
+        raise PermissionError(13, f"{path} belongs to another user")
+    os.chmod(name, stat.S_IMODE(st.st_mode) | 0o700, dir_fd=parent_fd, follow_symlinks=False)
+    modes.setdefault(path, stat.S_IMODE(st.st_mode))
+
+
+def _give_back_modes(modes: dict[str, int]) -> list[str]:
+    """Every directory on the way gets the permission bits it had before the run (the sandbox
+    may have changed them; this restore may have had to)."""
+    notes = []
+    for path, wanted in sorted(modes.items(), key=lambda item: -item[0].count("/")):
+        fd = _open_directory(path, {}, [], create=False) if path != "/" else None
+        if fd is None:
+            continue
+        try:
+            st = os.fstat(fd)
+            if stat.S_IMODE(st.st_mode) != wanted and st.st_uid == os.geteuid():
+                os.fchmod(fd, wanted)
+                notes.append(f"gave {path} back its mode {wanted:o}")
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return notes
+
+
+def _writable(dir_fd: int) -> None:
+    """Make the open directory writable by its owner (us) if the sandbox took that away; the
+    mode recorded before the run is given back afterwards (:func:`_give_back_modes`)."""
+    st = os.fstat(dir_fd)
+    if st.st_mode & 0o300 != 0o300 and st.st_uid == os.geteuid():
+        os.fchmod(dir_fd, stat.S_IMODE(st.st_mode) | 0o700)
+
+
+def _replace_at(
+    parent_fd: int,
+    name: str,
+    existing: os.stat_result | None,
+    create: Any,
+) -> None:
+    """Create the replacement under a fresh name in the directory, then rename it over ``name``
+    (``create`` must create exclusively). Whatever stood there first is removed if it was a
+    directory (rename cannot replace one); the fresh name never outlives a failure."""
+    _writable(parent_fd)
+    tmp = None
+    try:
+        for _ in range(20):
+            candidate = f".{name}.egg-{os.urandom(6).hex()}"
+            try:
+                create(candidate)
+            except FileExistsError:
+                continue
+            tmp = candidate
+            break
+        if tmp is None:
+            raise FileExistsError(17, f"no free temporary name next to {name}")
+        if existing is not None and stat.S_ISDIR(existing.st_mode):
+            _remove_at(parent_fd, name, existing)
+        os.rename(tmp, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
+        tmp = None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp, dir_fd=parent_fd)
+            except OSError:
+                pass
+
+
+def _remove_at(parent_fd: int, name: str, st: os.stat_result | None = None) -> None:
+    """Remove ``name`` in the directory — a whole tree of any depth, iteratively, through
+    descriptors (never following a symlink), taking back permissions the user owns."""
+    if st is None:
+        st = os.lstat(name, dir_fd=parent_fd)
+    _writable(parent_fd)
+    if not stat.S_ISDIR(st.st_mode):
+        os.unlink(name, dir_fd=parent_fd)
+        return
+    # each level: (its descriptor, its name in the level above, names left to remove in it)
+    stack: list[tuple[int, str, list[str]]] = []
+    try:
+        top = _open_for_removal(parent_fd, name)
+        stack.append((top, name, _names(top)))
+        while stack:
+            fd, own_name, names = stack[-1]
+            if names:
+                child = names.pop()
+                if stat.S_ISDIR(os.lstat(child, dir_fd=fd).st_mode):
+                    child_fd = _open_for_removal(fd, child)
+                    stack.append((child_fd, child, _names(child_fd)))
+                else:
+                    os.unlink(child, dir_fd=fd)
+                continue
+            os.close(fd)
+            stack.pop()
+            os.rmdir(own_name, dir_fd=stack[-1][0] if stack else parent_fd)
+    finally:
+        for fd, _, _ in stack:
+            os.close(fd)
+
+
+def _open_for_removal(parent_fd: int, name: str) -> int:
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+    except PermissionError:
+        os.chmod(name, 0o700, dir_fd=parent_fd, follow_symlinks=False)
+        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+    _writable(fd)
+    return fd
+
+
+def _names(fd: int) -> list[str]:
+    with os.scandir(fd) as entries:
+        return [entry.name for entry in entries]
+
+
+def _restore_link(at: str, wanted: str, modes: dict[str, int]) -> list[str]:
+    """The settings file's directory was a symlink before the run: put its target back (the
+    sandbox could have pointed it at a directory of its own)."""
+    try:
+        if os.readlink(at) == wanted:
+            return []
+    except OSError:
+        pass
+    parent_fd = _open_directory(os.path.dirname(at), modes, [], create=False)
+    if parent_fd is None:
+        return []
+    try:
+        name = os.path.basename(at)
+        try:
+            st: os.stat_result | None = os.lstat(name, dir_fd=parent_fd)
+        except FileNotFoundError:
+            st = None
+        _replace_at(parent_fd, name, st, lambda tmp: os.symlink(wanted, tmp, dir_fd=parent_fd))
+    finally:
+        os.close(parent_fd)
+    return [f"restored {at} (symlink to {wanted})"]
+
+
+# --- files ------------------------------------------------------------------------------------
+
+
+def _read_file(path: str, dir_fd: int | None = None) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(21, "not a regular file")
+        chunks = []
+        size = 0
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_SETTINGS_BYTES:
+                raise OSError(27, "larger than a settings file can be")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _read_at(dir_fd: int, name: str) -> bytes | None:
+    try:
+        return _read_file(name, dir_fd)
+    except OSError:
+        return None
+
+
+def _write_new(path: str, data: bytes, mode: int, dir_fd: int | None = None) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o600, dir_fd=dir_fd)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror + (f" ({exc.filename})" if exc.filename else "")
+    return f"{type(exc).__name__}: {exc}"
+
+
+# --- the manifest -----------------------------------------------------------------------------
+
+
+def _save(directory: str, manifest: dict[str, Any]) -> None:
+    tmp = os.path.join(directory, f".{MANIFEST}.{os.getpid()}")
+    with open(tmp, "wb") as handle:
+        marshal.dump(manifest, handle)
+    os.replace(tmp, os.path.join(directory, MANIFEST))
+
+
+def _load(directory: str) -> dict[str, Any] | None:
+    try:
+        with open(os.path.join(directory, MANIFEST), "rb") as handle:
+            data = marshal.load(handle)
+    except FileNotFoundError:
+        return _load_legacy(directory)
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _load_legacy(directory: str) -> dict[str, Any] | None:
+    try:
+        with open(os.path.join(directory, LEGACY_MANIFEST), "rb") as handle:
+            import json
+
+            data = json.loads(handle.read())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    for entry in data.get("files", []):
+        if isinstance(entry, dict) and "copy" in entry:
+            entry["copy"] = os.path.join(directory, str(entry["copy"]))
+            entry["real"] = os.path.join(
+                str(entry.get("parent", "")), os.path.basename(entry["path"])
+            )
+    return data

@@ -1,0 +1,207 @@
+"""The agent settings snapshot on every launch path (threat H) and against every shape a hostile
+sandbox leaves behind (threat M), as root and as uid 65534, with the real sandbox.
+
+A fake ``claude`` on PATH plays the agent: it writes hooks into the settings files it may write
+(its directory is writable), and shapes them so the restore has to work for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import time
+
+import pytest
+
+from tests.linux.conftest import PY, Box
+
+HOOKS = '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "touch PWNED"}]}]}}'
+ORIGINAL = '{"theme": "dark"}'
+
+
+def fake_claude(box: Box, script: str) -> dict[str, str]:
+    """A ``claude`` that runs ``script`` (sh), and the PATH that finds it."""
+    fake = box.write(box.root / "bin" / "claude", "#!/bin/sh\n" + script, mode=0o755)
+    return {"PATH": f"{fake.parent}:/usr/local/bin:/usr/bin:/bin"}
+
+
+PLANT = f"""
+echo '{HOOKS}' > "$HOME/.claude/settings.json"
+echo '{HOOKS}' > "$HOME/.claude.json"
+mkdir -p .claude && echo '{HOOKS}' > .claude/settings.local.json
+echo '{{"mcpServers": {{"x": {{"command": "touch PWNED"}}}}}}' > .mcp.json
+"""
+
+
+def assert_restored(box: Box) -> None:
+    assert (box.home / ".claude" / "settings.json").read_text() == ORIGINAL
+    assert not (box.home / ".claude.json").exists()
+    assert not (box.workspace / ".claude" / "settings.local.json").exists()
+    assert not (box.workspace / ".mcp.json").exists()
+
+
+@pytest.mark.parametrize("path", ["exec (cache miss)", "exec (cache hit)", "run"])
+def test_every_launch_path_restores_the_agents_settings(box: Box, path: str) -> None:
+    box.write(".claude/settings.json", ORIGINAL)
+    # without the agent's domains nothing needs the proxy, so the launch can be cached
+    box.config({"network": {"agent_domains": "none"}})
+    script = box.write(box.root / "agent.sh", "true\n")
+    env = {**fake_claude(box, f'. "{script}"\n'), "EGG_EXEC_CACHE": "debug"}
+    if path == "exec (cache hit)":
+        warm = box.exec("claude", options=["--agent", "claude"], env=env)
+        assert "exec cache miss" in warm.stderr, warm.stderr
+    script.write_text(PLANT)
+
+    if path == "run":
+        result = box.run("run", "claude", env=env)
+    else:
+        result = box.exec("claude", options=["--agent", "claude"], env=env)
+
+    assert result.returncode == 0, result.stderr
+    if path == "exec (cache hit)":
+        assert "exec cache hit" in result.stderr
+    assert "egg: restored" in result.stderr and "egg: removed" in result.stderr, [
+        p.read_text() for p in box.egg_home.rglob("egg.meta")
+    ] + [p.read_text() for p in box.egg_home.rglob("egg.log")]
+    assert_restored(box)
+
+
+def test_a_killed_egg_exec_is_restored_by_the_next_egg_command(box: Box) -> None:
+    box.write(".claude/settings.json", ORIGINAL)
+    env = fake_claude(box, PLANT + "sleep 60\n")
+    proc = subprocess.Popen(
+        box.command("exec", "--agent", "claude", "--", "claude"),
+        env=box.env(env),
+        cwd=box.workspace,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    settings = box.home / ".claude" / "settings.json"
+    deadline = time.monotonic() + 30
+    while settings.read_text() == ORIGINAL and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert settings.read_text() != ORIGINAL
+
+    later = box.run("ls")
+
+    assert later.returncode == 0, later.stderr
+    assert "an egg exec was killed; settings restored" in later.stderr
+    assert_restored(box)
+    assert not list((box.egg_home / "run").glob("exec-*"))
+
+
+# -- threat M: shapes the sandbox leaves for the restore ------------------------------------------
+
+
+def test_unwritable_settings_directories_do_not_stop_the_restore(box: Box) -> None:
+    """As uid 65534 ``chmod 555`` made the old restore raise; the daemon crashed, the hooks
+    stayed, and every later egg command failed."""
+    box.write(".claude/settings.json", ORIGINAL)
+    env = fake_claude(box, PLANT + 'chmod 555 "$HOME/.claude"; chmod 0 .claude\n')
+
+    result = box.run("run", "claude", env=env)
+    later = box.run("ls", "--all")
+
+    assert result.returncode == 0, result.stderr
+    assert later.returncode == 0, later.stderr
+    assert_restored(box)
+    # the mode from before the run comes back; a directory the run created keeps its own
+    assert stat.S_IMODE((box.home / ".claude").stat().st_mode) == 0o755
+
+
+def test_a_deep_directory_where_settings_belong_does_not_stop_the_restore(box: Box) -> None:
+    box.write(".claude/settings.json", ORIGINAL)
+    # deeper than recursion or PATH_MAX allow (a shell's cd gives up at about 300 levels)
+    deep = (
+        "import os\n"
+        "fd = os.open(os.path.expanduser('~/.claude'), os.O_RDONLY)\n"
+        "os.unlink('settings.json', dir_fd=fd)\n"
+        "for _ in range(3000):\n"
+        "    os.mkdir('settings.json', dir_fd=fd)\n"
+        "    child = os.open('settings.json', os.O_RDONLY, dir_fd=fd)\n"
+        "    os.close(fd)\n"
+        "    fd = child\n"
+    )
+    script = box.write(box.root / "deep.py", deep)
+    env = fake_claude(box, PLANT + f"{PY} -I {script}\n")
+
+    result = box.exec("claude", options=["--agent", "claude"], env=env, timeout=120)
+    later = box.run("ls")
+
+    assert result.returncode == 0, result.stderr
+    assert later.returncode == 0, later.stderr
+    assert "NOT restored" not in result.stderr
+    assert_restored(box)
+
+
+def test_a_project_settings_directory_swapped_for_a_symlink_is_not_left_in_force(box: Box) -> None:
+    box.write(".claude/settings.json", ORIGINAL)
+    box.write(box.workspace / ".claude" / "settings.json", ORIGINAL)
+    env = fake_claude(
+        box,
+        "mkdir -p elsewhere && echo '" + HOOKS + "' > elsewhere/settings.json && "
+        "echo '" + HOOKS + "' > elsewhere/settings.local.json && "
+        "mv .claude moved && ln -s elsewhere .claude\n",
+    )
+
+    result = box.run("run", "claude", env=env)
+
+    assert result.returncode == 0, result.stderr
+    project = box.workspace / ".claude"
+    assert project.is_dir() and not project.is_symlink()
+    assert (project / "settings.json").read_text() == ORIGINAL
+    assert not (project / "settings.local.json").exists()
+    log = (box.egg_home / "sessions").rglob("egg.log")
+    assert any("stood in place of the directory" in p.read_text() for p in log)
+
+
+@pytest.mark.parametrize("identity", ["nobody"], indirect=True)
+def test_what_cannot_be_restored_is_one_line_and_shown_by_doctor(box: Box) -> None:
+    """The one thing a user cannot take back is another user's directory: the session's agent
+    plants a file, then (the test, as root) the project's .claude becomes root's. The restore
+    says so in one line, leaves no temporary behind, and egg doctor shows it."""
+    env = fake_claude(box, PLANT + "sleep 60\n")
+    started = box.run("run", "--detach", "claude", env=env)
+    assert started.returncode == 0, started.stderr
+    session = started.stdout.strip()
+    planted = box.workspace / ".claude" / "settings.local.json"
+    deadline = time.monotonic() + 30
+    while not planted.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.chown(planted.parent, 0, 0)
+    os.chmod(planted.parent, 0o755)
+
+    killed = box.run("kill", session)
+    doctor = box.run("doctor")
+    data = json.loads(box.run("doctor", "--json").stdout)
+
+    assert killed.returncode == 0, killed.stderr
+    assert planted.exists()
+    log = (box.egg_home / "sessions" / session / "egg.log").read_text()
+    assert f"NOT restored {planted}" in log
+    assert "Traceback" not in log
+    assert not [p for p in box.root.rglob(".*.egg-*")]
+    assert f"NOT restored {planted}" in doctor.stdout
+    assert any(f"NOT restored {planted}" in line for line in data["guard_log"])
+
+
+def test_recovery_never_makes_another_egg_command_fail(box: Box) -> None:
+    """A crashed session whose snapshot cannot be restored is reported, and egg goes on."""
+    sessions = box.egg_home / "sessions"
+    broken = box.mkdir(sessions / "deadbeef", mode=0o700)
+    box.mkdir(sessions / ".live", mode=0o700)
+    box.write(sessions / ".live" / "deadbeef", "999999")
+    box.mkdir(broken / "settings", mode=0o700)
+    box.write(broken / "settings" / "manifest", b"\x00garbage")
+
+    result = box.run("ls")
+
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
