@@ -438,8 +438,9 @@ def pinned_entries(
     A bind-mounted file cannot be replaced, but the directory holding it could be renamed away
     and recreated with a different file (``mv conf conf2; mkdir conf; echo ... >
     conf/base.yaml``). A mount point cannot be renamed, so every writable ancestor of an
-    egg-protected, ``deny-write`` or ``ro`` path is bound onto itself, and a writable directory
-    holding a symlink on the way to one is bound read-only. A masked socket is held the same
+    egg-protected, ``deny``, ``deny-write`` or ``ro`` path is bound onto itself (as macOS's
+    profile denies renaming them), and a writable directory holding a symlink on the way to one
+    is bound read-only. A masked socket is held the same
     way: moved deeper, it would be reachable by the next run (the kernel's table keeps the path
     it was bound at). The caller mounts by depth, so each bind lands after the rule that makes
     the directory writable and before any deeper rule.
@@ -449,7 +450,9 @@ def pinned_entries(
     mount_points |= {probe(e.path).real for e in policy.protected}
     guards, _ = _symlink_guards(policy)
     guarded = [e.path for e in policy.protected]
-    guarded += [e.path for e in policy.fs if e.mode in ("ro", "deny-write")]
+    # deny too: a run that renamed the directory holding a denied path would leave the next
+    # run's rule naming nothing, and the secret readable under its new name
+    guarded += [e.path for e in policy.fs if e.mode in ("ro", "deny-write", "deny")]
     starts = [os.path.dirname(os.path.realpath(path)) for path in guarded]
     starts += [os.path.dirname(guard) for guard in guards]
     added: dict[str, FsEntry] = {}
