@@ -166,6 +166,8 @@ class EggConfig:
     #: metadata guarded, agent settings restored). On unless a config turns it off by name;
     #: ``base: none`` alone never does.
     persistence_guards: bool = True
+    #: threat N: let the program write the user's clipboard through the terminal (OSC 52)
+    clipboard: bool = False
     #: top-level keys present in the source file, for emitting what was written
     present: frozenset[str] = attrs.field(default=frozenset(), eq=False, repr=False)
     source: str = attrs.field(default="", eq=False, repr=False)
@@ -255,7 +257,7 @@ def merge_configs(parent: EggConfig, child: EggConfig, home: Path | None = None)
     normalized path (and a child ``rw:`` also drops a parent ``deny-write:``). network and env:
     unions, ``*`` wins. resources: per field, the child's value if set. shell: the child's if set.
     dangerously_skip_permissions, audit, trace: OR. agent_settings: per key, the child wins.
-    persistence_guards: the child's if it sets it.
+    persistence_guards, clipboard: the child's if it sets it.
     """
     home = home or user_home()
     child_paths = {r.normalized(home): r.mode for r in child.fs if r.mode in ("ro", "rw")}
@@ -296,6 +298,7 @@ def merge_configs(parent: EggConfig, child: EggConfig, home: Path | None = None)
             if "persistence_guards" in child.present
             else parent.persistence_guards
         ),
+        clipboard=child.clipboard if "clipboard" in child.present else parent.clipboard,
         present=(parent.present | child.present) - {"base"},
         source=child.source,
     )

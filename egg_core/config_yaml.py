@@ -47,6 +47,7 @@ TOP_LEVEL_KEYS = (
     "trace",
     "agent_settings",
     "persistence_guards",
+    "clipboard",
 )
 BASE_KEYS = ("name", "fs", "network", "env")
 NETWORK_KEYS = ("domains", "local_ports", "mode", "log", "agent_domains")
@@ -248,6 +249,7 @@ def _build(r: _Reader, node: yaml.Node, source: str) -> EggConfig:
         "trace": lambda n: r.boolean(n, "trace"),
         "agent_settings": lambda n: _agent_settings(r, n),
         "persistence_guards": lambda n: r.boolean(n, "persistence_guards"),
+        "clipboard": lambda n: r.boolean(n, "clipboard"),
     }
     values = {name: parsers[name](value) for name, value in keys.items()}
     return EggConfig(**values, present=frozenset(keys), source=source)
@@ -528,6 +530,7 @@ def to_json_data(config: EggConfig) -> dict[str, Any]:
         "trace": config.trace,
         "agent_settings": dict(config.agent_settings),
         "persistence_guards": config.persistence_guards,
+        "clipboard": config.clipboard,
     }
 
 

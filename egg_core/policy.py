@@ -126,6 +126,8 @@ class EffectivePolicy:
     requires_sandbox: bool = True
     #: threat H guards (git metadata, agent settings); off only by egg.yaml's key of that name
     persistence_guards: bool = True
+    #: sessions pass the program's clipboard writes (OSC 52) to the terminal
+    clipboard: bool = False
     drilled: tuple[DrilledHole, ...] = attrs.field(default=(), converter=to_tuple)
     derived: tuple[DrilledHole, ...] = attrs.field(default=(), converter=to_tuple)
     suppressed: tuple[DrilledHole, ...] = attrs.field(default=(), converter=to_tuple)
@@ -468,6 +470,7 @@ def resolve_policy(
         trace=config.trace,
         requires_sandbox=requires_sandbox(config, agent),
         persistence_guards=config.persistence_guards,
+        clipboard=config.clipboard,
         drilled=drilled,
         derived=derived,
         suppressed=suppressed,

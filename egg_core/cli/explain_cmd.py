@@ -73,6 +73,7 @@ def explain_data(ns: argparse.Namespace, ctx: Context) -> dict[str, Any]:
         "outer_boundary": plan.selection.outer_boundary,
         "requires_sandbox": policy.requires_sandbox,
         "persistence_guards": policy.persistence_guards,
+        "clipboard": policy.clipboard,
         "command": platform.command(launch),
         "argv": list(plan.argv),
         "config": {
@@ -156,6 +157,12 @@ def render_human(data: dict[str, Any]) -> str:
                 ],
                 ["resources", limits],
                 ["guards", _persistence_line(data)],
+                [
+                    "terminal",
+                    "clipboard writes (OSC 52) passed to your terminal (clipboard: true)"
+                    if data["clipboard"]
+                    else "clipboard writes (OSC 52) dropped (clipboard: true allows them)",
+                ],
                 ["env", ", ".join(data["env"]) + "  (names only)"],
             ],
         ).split("\n", 1)[1],

@@ -12,12 +12,16 @@ back until it is complete (at most a few bytes of ordinary output are delayed, a
 read ends in what could be the start of one). A dropped sequence ends where a terminal would end
 it — BEL, ST (``ESC \\``), CAN, SUB, or any other escape — or after :data:`MAX_SEQUENCE` bytes, so
 an unterminated one cannot swallow the rest of the session. Inside tmux's passthrough
-(``ESC P tmux; ESC ESC ] 52 ...``) the inner sequence is found and dropped the same way.
+(``ESC P tmux; ESC ESC ] 52 ...``) the inner sequence is dropped with the escape doubling its
+ESC: left behind, that lone escape would pair with the passthrough's own terminator, and the
+user's tmux would take everything after it as passthrough.
 """
 
 from __future__ import annotations
 
 START = b"\x1b]52;"
+#: the same inside tmux's passthrough, where every ESC is doubled
+DOUBLED = b"\x1b" + START
 MAX_SEQUENCE = 1 << 20
 _ENDS = (0x07, 0x18, 0x1A)  # BEL, CAN, SUB
 
@@ -29,6 +33,7 @@ class ClipboardFilter:
         self._carry = b""
         self._inside = False
         self._skipped = 0
+        self._doubled = False
         self.dropped = 0
 
     def feed(self, data: bytes) -> bytes:
@@ -43,8 +48,9 @@ class ClipboardFilter:
             if self._inside:
                 end = self._end_of_sequence(data, i)
                 if end is None:
-                    if data.endswith(b"\x1b"):
-                        self._carry = b"\x1b"  # maybe ESC \ : decide with the next read
+                    # maybe ESC \ (or ESC ESC \ in a passthrough): decide with the next read
+                    held = len(data) - len(data.rstrip(b"\x1b"))
+                    self._carry = data[size - min(held, 2) :] if held else b""
                     self._skipped += size - i
                     if self._skipped > MAX_SEQUENCE:
                         self._inside = False
@@ -58,11 +64,14 @@ class ClipboardFilter:
                 out.append(data[i : size - keep])
                 self._carry = data[size - keep :]
                 break
+            self._doubled = start > i and data[start - 1] == 0x1B
+            if self._doubled:
+                start -= 1  # the doubling escape of a passthrough goes with it
             out.append(data[i:start])
             self.dropped += 1
             self._inside = True
             self._skipped = 0
-            i = start + len(START)
+            i = data.index(START, start) + len(START)
         return b"".join(out)
 
     def _end_of_sequence(self, data: bytes, i: int) -> int | None:
@@ -75,6 +84,11 @@ class ClipboardFilter:
             if byte == 0x1B:
                 if i + 1 >= size:
                     return None
+                if self._doubled and data[i + 1] == 0x1B:  # ESC ESC \: ST, doubled
+                    if i + 2 >= size:
+                        return None
+                    if data[i + 2] == 0x5C:
+                        return i + 3
                 # ST ends it and is part of it; any other escape ends it and is output
                 return i + 2 if data[i + 1] == 0x5C else i
             i += 1
@@ -82,9 +96,9 @@ class ClipboardFilter:
 
 
 def _partial_start(data: bytes, start: int) -> int:
-    """How many bytes at the end of ``data`` could begin :data:`START` (0 if none)."""
-    tail = data[max(start, len(data) - len(START) + 1) :]
+    """How many bytes at the end of ``data`` could begin :data:`DOUBLED` or :data:`START`."""
+    tail = data[max(start, len(data) - len(DOUBLED) + 1) :]
     for length in range(len(tail), 0, -1):
-        if START.startswith(tail[-length:]):
+        if DOUBLED.startswith(tail[-length:]) or START.startswith(tail[-length:]):
             return length
     return 0

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from egg_core.session import protocol as p
+from egg_core.session.clipboard import ClipboardFilter
 from egg_core.session.store import (
     SessionPaths,
     clear_live,
@@ -111,6 +112,9 @@ class Daemon:
         #: what the git guard removed during the session (see egg_core.gitguard)
         self.git_lines: list[str] = []
         self.git_lock = threading.Lock()
+        #: threat N: the program's clipboard writes are dropped unless egg.yaml allows them
+        self.clipboard: ClipboardFilter | None = None
+        self.clipboard_logged = False
 
     # -- start-up ------------------------------------------------------------------------------
 
@@ -136,6 +140,8 @@ class Daemon:
             resume_id=spec.resume_id,
         )
         self.plan = plan
+        if not plan.policy.clipboard:
+            self.clipboard = ClipboardFilter()
         settings = plan.settings_files()
         snapshot.take(str(self.paths.settings), settings)
         self.paths.shared.mkdir(mode=0o700, exist_ok=True)
@@ -295,6 +301,17 @@ class Daemon:
 
     def on_output(self, data: bytes) -> None:
         """The hot path: to every live client, then into the ring (and the audit log)."""
+        if self.clipboard is not None:
+            data = self.clipboard.feed(data)
+            if self.clipboard.dropped and not self.clipboard_logged:
+                self.clipboard_logged = True
+                log(
+                    self.paths,
+                    "dropped a clipboard write (OSC 52) from the program; egg.yaml's "
+                    "clipboard: true allows them",
+                )
+            if not data:
+                return
         now = time.time()
         self.last_activity = now
         if self.first_output is None:

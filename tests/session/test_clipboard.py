@@ -36,10 +36,16 @@ def test_a_sequence_split_at_every_point_is_still_dropped():
     assert run([bytes([b]) for b in data]) == b"beforeafterend"
 
 
-def test_tmux_passthrough_does_not_smuggle_one_through():
-    wrapped = b"\x1bPtmux;\x1b\x1b]52;c;ZXZpbA==\x07\x1b\\"
-    out = run([wrapped])
-    assert b"]52;" not in out
+def test_tmux_passthrough_does_not_smuggle_one_through_nor_stay_open():
+    """The doubling ESC goes with the sequence: left alone it would escape the passthrough's
+    terminator, and tmux would swallow every byte after it."""
+    for end in (b"\x07", b"\x1b\x1b\\"):
+        wrapped = b"\x1bPtmux;\x1b\x1b]52;c;ZXZpbA==" + end + b"\x1b\\after"
+        for cut in range(len(wrapped) + 1):
+            out = run([wrapped[:cut], wrapped[cut:]])
+            assert b"]52;" not in out
+            assert out.startswith(b"\x1bPtmux;") and out.endswith(b"\x1b\\after"), out
+            assert b"\x1bPtmux;\x1b\x1b\\" not in out, out  # an escaped terminator
 
 
 def test_an_unterminated_sequence_ends_at_the_next_escape_and_output_resumes():
