@@ -90,12 +90,19 @@ class Connection:
             self.sock.close()
 
 
+DEFAULT_SIZE = (24, 80)
+
+
 def terminal_size(fd: int) -> tuple[int, int]:
+    """(rows, columns) of the terminal; 24x80 when it has none or reports a zero side (a serial
+    console, some CI runners), which the daemon would refuse as a size."""
     try:
         size = os.get_terminal_size(fd)
-        return size.lines, size.columns
     except OSError:
-        return 24, 80
+        return DEFAULT_SIZE
+    if size.lines <= 0 or size.columns <= 0:
+        return DEFAULT_SIZE
+    return size.lines, size.columns
 
 
 @contextlib.contextmanager

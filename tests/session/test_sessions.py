@@ -604,3 +604,13 @@ def test_a_program_that_does_not_read_its_input_does_not_freeze_the_daemon(env, 
         sock.close()
     finally:
         kill(env, project, session)
+
+
+def test_attach_from_a_terminal_that_reports_zero_by_zero_uses_a_default_size(env, project):
+    """Serial consoles and some CI runners report 0x0; that was "lost the connection"."""
+    session = start(env, project, "sh", "-c", "sleep 1; stty size; sleep 1")
+    child = attach(env, project, session, rows=0, cols=0)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert "24 80" in child.before.decode(errors="replace")
+    assert child.exitstatus == 0
