@@ -327,7 +327,8 @@ def status_session(ns: argparse.Namespace, ctx: Context) -> int:
         meta = read_json(paths.meta)
         data = {"id": paths.id, "state": meta.get("state", "gone"), **meta}
     else:
-        conn = Connection(paths)
+        # a screen may take the daemon its render budget, and others may be queued before it
+        conn = Connection(paths, timeout=15.0 if ns.screen else 5.0)
         try:
             data = conn.request_status(screen=ns.screen)
         finally:
@@ -338,6 +339,8 @@ def status_session(ns: argparse.Namespace, ctx: Context) -> int:
         if screen is None:
             raise EggError(f"session {paths.id} has no screen to show")
         print("\n".join(screen))
+        if data.get("screen_note"):
+            print(f"egg: {data['screen_note']}", file=sys.stderr)
         return 0
     if ns.json:
         print(json.dumps(data, indent=2))

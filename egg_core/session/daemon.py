@@ -48,6 +48,7 @@ READ_SIZE = 1 << 14
 BATCH_SIZE = 1 << 18
 OUTPUT_CHUNK = 1 << 19
 SCREEN_MAX_BYTES = 1 << 20  # egg status --screen renders at most this much with pyte
+SCREEN_BUDGET = 2.0  # ... for at most this many seconds
 GIT_WATCH_INTERVAL = 1.0  # seconds between checks for a repository the sandbox created
 
 
@@ -115,6 +116,8 @@ class Daemon:
         #: threat N: the program's clipboard writes are dropped unless egg.yaml allows them
         self.clipboard: ClipboardFilter | None = None
         self.clipboard_logged = False
+        self.render_lock = asyncio.Lock()
+        self.tasks: set[asyncio.Task[None]] = set()
 
     # -- start-up ------------------------------------------------------------------------------
 
@@ -490,12 +493,24 @@ class Daemon:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
 
-    def screen_text(self) -> list[str]:
-        """The current screen, rendered on demand (pyte never runs on the output path)."""
+    async def reply_with_screen(self, client: Client, data: dict[str, Any]) -> None:
+        """``egg status --screen``: rendered in a worker thread (never on the event loop, which
+        keeps serving every other client), one render at a time, within SCREEN_BUDGET seconds."""
         from egg_core.session.screen import render
 
-        data = self.ring.since_last_repaint(self.rows, max_bytes=SCREEN_MAX_BYTES)
-        return render(data, self.rows, self.cols).text()
+        ring_data = self.ring.since_last_repaint(self.rows, max_bytes=SCREEN_MAX_BYTES)
+        rows, cols = self.rows, self.cols
+        async with self.render_lock:
+            screen = await asyncio.get_running_loop().run_in_executor(
+                None, render, ring_data, rows, cols, SCREEN_BUDGET
+            )
+        data["screen"] = screen.text()
+        if not screen.complete:
+            data["screen_note"] = (
+                f"rendering stopped after {SCREEN_BUDGET:.0f} s: the output is slow to emulate "
+                "(the screen shown is from partway through)"
+            )
+        client.send(p.STATUS_REPLY, p.pack_json(data))
 
     def status(self) -> dict[str, Any]:
         now = time.time()
@@ -581,7 +596,10 @@ class Daemon:
         if kind == p.STATUS:
             data = self.status()
             if frame.payload == p.STATUS_WITH_SCREEN:
-                data["screen"] = self.screen_text()
+                task = asyncio.get_running_loop().create_task(self.reply_with_screen(client, data))
+                self.tasks.add(task)
+                task.add_done_callback(self.tasks.discard)
+                return True
             client.send(p.STATUS_REPLY, p.pack_json(data))
             return True
         if kind == p.KILL:

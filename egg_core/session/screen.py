@@ -26,11 +26,17 @@ from pyte.screens import Char, Margins, Savepoint, StaticDefaultDict
 _PRIVATE_AWARE = frozenset(
     {"set_mode", "reset_mode", "erase_in_line", "erase_in_display", "report_device_attributes"}
 )
-_BLOCK = 4096
+#: fed to pyte this many bytes at a time: a sequence pyte chokes on costs the rest of its block,
+#: and the time budget is checked between blocks (pyte needs about 1 ms for one ``ESC # 8``
+#: on 80x24, so a block of them is under a fifth of a second)
+_BLOCK = 512
 
 
 class Screen(pyte.Screen):
     """pyte's screen plus xterm's alternate screen; ``text()`` gives the visible lines."""
+
+    #: False when :func:`render` ran out of its time budget before the end of the output
+    complete = True
 
     def __init__(self, columns: int, lines: int) -> None:
         super().__init__(columns, lines)
@@ -201,14 +207,23 @@ def _lenient(method: Any, private_aware: bool) -> Any:
     return handler
 
 
-def render(data: bytes, rows: int, cols: int) -> Screen:
+def render(data: bytes, rows: int, cols: int, budget: float | None = None) -> Screen:
     """A fresh ``rows`` x ``cols`` screen after ``data``.
 
-    A sequence pyte still chokes on costs the rest of its block, never the render.
+    A sequence pyte still chokes on costs the rest of its block, never the render. With
+    ``budget`` (seconds), rendering stops once it is spent (output can be made that pyte renders
+    thousands of times slower than a terminal, ``ESC # 8`` fills the whole screen); the screen
+    then says so in ``complete``.
     """
+    import time
+
     screen = Screen(cols, rows)
     stream = pyte.ByteStream(screen)
+    deadline = None if budget is None else time.monotonic() + budget
     for i in range(0, len(data), _BLOCK):
+        if deadline is not None and time.monotonic() > deadline:
+            screen.complete = False
+            break
         try:
             stream.feed(data[i : i + _BLOCK])
         except Exception:  # a status display must survive odd agent output
