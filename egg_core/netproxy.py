@@ -37,8 +37,15 @@ from egg_core.converters import to_tuple
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 Connector = Callable[[str, int], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 TEST_SEAM_ENV = "EGG_TEST_NETWORK"
 MAX_HEAD = 64 * 1024
+#: connections one sandbox may hold open through its proxy and forwards at once. Each costs the
+#: host process (the session daemon) one or two descriptors: without a bound a sandbox opening
+#: 20,000 of them exhausts the daemon's, and its control socket stops answering (threat J).
+MAX_CONNECTIONS = 256
+#: seconds a client may take to send its request head
+HEAD_TIMEOUT = 30.0
 DEFAULT_PORTS = (80, 443)
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 
@@ -150,6 +157,7 @@ class FilteringProxy:
         self.connector = connector or _open_connection
         self._servers: list[asyncio.AbstractServer] = []
         self._tasks: set[asyncio.Task[None]] = set()
+        self._refused = 0
 
     # -- decisions
 
@@ -202,7 +210,9 @@ class FilteringProxy:
 
     async def start(self, proxy_socket: Path, port_sockets: dict[int, Path]) -> None:
         self._servers.append(
-            await asyncio.start_unix_server(self._handle_proxy, path=str(proxy_socket))
+            await asyncio.start_unix_server(
+                self._bounded(self._handle_proxy), path=str(proxy_socket)
+            )
         )
         for port, path in port_sockets.items():
 
@@ -211,7 +221,9 @@ class FilteringProxy:
             ) -> None:
                 await self._handle_forward(r, w, p)
 
-            self._servers.append(await asyncio.start_unix_server(forward, path=str(path)))
+            self._servers.append(
+                await asyncio.start_unix_server(self._bounded(forward), path=str(path))
+            )
         for path in [proxy_socket, *port_sockets.values()]:
             os.chmod(path, 0o600)
 
@@ -221,7 +233,7 @@ class FilteringProxy:
         For platforms without a network namespace to bridge into (macOS): the sandbox profile
         lets the command reach only this port on loopback.
         """
-        server = await asyncio.start_server(self._handle_proxy, host=host, port=port)
+        server = await asyncio.start_server(self._bounded(self._handle_proxy), host=host, port=port)
         self._servers.append(server)
         return int(server.sockets[0].getsockname()[1])
 
@@ -233,6 +245,29 @@ class FilteringProxy:
         for server in self._servers:
             with contextlib.suppress(Exception):
                 await server.wait_closed()
+
+    def _bounded(self, handler: Handler) -> Handler:
+        """``handler``, refusing a connection at once (closed, nothing read) while
+        :data:`MAX_CONNECTIONS` others are open; the first refusal is logged."""
+
+        async def bounded(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            if len(self._tasks) >= MAX_CONNECTIONS:
+                writer.transport.abort()
+                self._refused += 1
+                if self._refused == 1:
+                    self.log.write(
+                        host="-",
+                        port=0,
+                        decision="error",
+                        reason=f"more than {MAX_CONNECTIONS} connections open at once: "
+                        "further ones are refused until some close",
+                        method="-",
+                    )
+                return
+            self._track()
+            await handler(reader, writer)
+
+        return bounded
 
     def _track(self) -> None:
         task = asyncio.current_task()
@@ -266,8 +301,13 @@ class FilteringProxy:
     ) -> None:
         self._track()
         try:
-            head = await reader.readuntil(b"\r\n\r\n")
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT)
+        except (
+            asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+            ConnectionError,
+            TimeoutError,
+        ):
             writer.close()
             return
         if len(head) > MAX_HEAD:

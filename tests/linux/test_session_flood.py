@@ -1,0 +1,67 @@
+"""Class 7 of the persistence review: a sandbox cannot deny the user their own session.
+
+A sandbox that opened ~20,000 connections to its proxy socket exhausted the session daemon's
+descriptors: ``egg status`` and ``egg attach`` stopped answering and ``egg kill`` needed its
+SIGKILL fallback.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+from tests.linux.conftest import EGG, PY, Box
+
+FLOOD = r"""
+import resource, socket, sys, time
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+limit = min(hard, 30000)
+resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+held = []
+for _ in range(min(20000, limit - 100)):
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect("/run/egg-net/proxy.sock")
+    except OSError:
+        s.close()
+        continue
+    held.append(s)
+print("held", len(held), flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_connection_flood_leaves_the_session_answering_and_killable(box: Box) -> None:
+    script = box.write(box.root / "flood.py", FLOOD)
+    box.config({"network": ["example.com"]})
+    # the daemon gets the usual 1024 descriptors; the sandbox may raise its own to 4096 and
+    # open more connections than the daemon could hold
+    started = subprocess.run(
+        box.identity.wrap(
+            ["prlimit", "--nofile=1024:4096", EGG, "run", "--detach", "--", PY, "-I", str(script)]
+        ),
+        env=box.env(),
+        cwd=box.workspace,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert started.returncode == 0, started.stderr
+    session = started.stdout.strip()
+    try:
+        deadline = time.monotonic() + 60
+        screen = ""
+        while "held" not in screen and time.monotonic() < deadline:
+            time.sleep(0.5)
+            screen = box.run("status", session, "--screen", timeout=20).stdout
+        assert "held" in screen, screen
+        status = box.run("status", session, "--json", timeout=10)
+        assert status.returncode == 0, status.stderr
+        assert json.loads(status.stdout)["state"] == "running"
+    finally:
+        killed = box.run("kill", session, timeout=30)
+    assert killed.returncode == 0, killed.stderr
+    assert "SIGKILL" not in killed.stdout + killed.stderr
+    log = next((box.egg_home / "sessions").rglob("network.log")).read_text()
+    assert "connections open at once" in log
