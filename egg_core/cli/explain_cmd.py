@@ -144,6 +144,8 @@ def render_human(data: dict[str, Any]) -> str:
     ports = ", ".join(str(p) for p in net["local_ports"]) or "-"
     res = data["resources"]
     limits = ", ".join(f"{k}={v}" for k, v in res.items() if v is not None) or "none"
+    if res.get("cpu_seconds") is not None:
+        limits += " (cpu: per process, RLIMIT_CPU; memory and max_pids: the whole sandbox)"
     lines = [
         render_table(
             ["", ""],
