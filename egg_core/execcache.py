@@ -349,8 +349,9 @@ def try_run(args: list[str], environ: Mapping[str, str]) -> int | None:
         return int(runner(entry, env))
     finally:
         git = entry.get("git")
-        if git and stale_fact(git["watch"]) is not None:
-            _git_audit(git, environ)
+        watch = [path for path in entry.get("code_watch", ()) if os.path.lexists(path)]
+        if watch or (git and stale_fact(git["watch"]) is not None):
+            _audit(git, watch, environ)
         if run_dir is not None:
             from egg_core import rundirs
 
@@ -369,17 +370,10 @@ def _snapshot_settings(files: list[str] | None, environ: Mapping[str, str]) -> s
     return run_dir
 
 
-def _git_audit(state: dict[str, Any], environ: Mapping[str, str]) -> None:
-    """A repository may have appeared during the run: the full audit (rarely needed, so its
-    imports are paid only then; see :mod:`egg_core.gitguard`)."""
-    from pathlib import Path
+def _audit(git: dict[str, Any] | None, watch: list[str], environ: Mapping[str, str]) -> None:
+    """A repository or an agent code directory may have appeared during the run: the full audit
+    (rarely needed, so its imports are paid only then; see :func:`egg_core.launch.after_run`)."""
+    from egg_core.launch import after_run
 
-    from egg_core import gitguard
-
-    home = os.path.dirname(os.path.dirname(cache_dir(environ)))
-    try:
-        lines = gitguard.audit(state, Path(home))
-    except Exception as exc:
-        lines = [f"git: the audit after the run failed ({type(exc).__name__}: {exc})"]
-    for line in lines:
+    for line in after_run(git, watch, os.path.dirname(os.path.dirname(cache_dir(environ)))):
         print(f"egg: {line}", file=sys.stderr)

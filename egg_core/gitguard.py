@@ -40,7 +40,6 @@ import os
 import re
 import stat
 import subprocess
-import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -51,6 +50,7 @@ from egg_core import execcache as ec
 from egg_core import pathrules
 from egg_core.gitindex import gitlinks
 from egg_core.policy import SEED_DIRECTORY, EffectivePolicy, FsEntry
+from egg_core.quarantine import Quarantine
 
 SOURCE = "egg: git"
 #: what ``.git/commondir`` holds while a run protects it: git reads it as "this directory"
@@ -319,22 +319,10 @@ Writable = Callable[[str], bool]
 
 
 def mounted_rules(policy: EffectivePolicy) -> list[tuple[str, str]]:
-    """(resolved path, mode) of the rules that shape what the sandbox can write: every writable
-    rule, and the restrictive ones on paths that exist (a ``deny-write`` of a missing path
-    mounts nothing; where the sandbox may not create it, the protection itself says so)."""
-    return [
-        (os.path.realpath(e.path), e.mode)
-        for e in policy.fs
-        if e.mode in pathrules.WRITABLE_MODES or os.path.lexists(e.path)
-    ]
+    return pathrules.mounted_rules((e.path, e.mode) for e in policy.fs)
 
 
-def writable_under(ruled: Sequence[tuple[str, str]]) -> Writable:
-    def writable(path: str) -> bool:
-        real = os.path.realpath(path)
-        return pathrules.governing_mode(real, ruled) in pathrules.WRITABLE_MODES
-
-    return writable
+writable_under = pathrules.writable_under
 
 
 def protections(layout: Layout, writable: Writable) -> list[FsEntry]:
@@ -439,7 +427,7 @@ def audit(state: dict[str, Any], egg_home: Path, git: str | None = None) -> list
     writable = writable_under([(str(r[0]), str(r[1])) for r in state.get("ruled", ())])
     known = set(state.get("known", ()))
     layout = find_layout(state.get("starts", ()))
-    quarantine = Quarantine(egg_home)
+    quarantine = Quarantine(egg_home, "git")
     if git is None:
         from egg_core.paths import host_which
 
@@ -490,51 +478,6 @@ def _source_facts(paths: Iterable[str]) -> list[Fact]:
             facts.append(("c", path, ec.contents(path)))
             facts.append(("i", path, ec.identity(path)))
     return facts
-
-
-class Quarantine:
-    """``$EGG_HOME/quarantine/<time>-<pid>/``: where removed files go, for the user to read."""
-
-    def __init__(self, egg_home: Path) -> None:
-        self.root = egg_home / "quarantine"
-        self._dir: Path | None = None
-
-    @property
-    def directory(self) -> Path:
-        if self._dir is None:
-            self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-            stamp = time.strftime("%Y%m%d-%H%M%S")
-            self._dir = self.root / f"{stamp}-{os.getpid()}-{os.urandom(3).hex()}"
-            self._dir.mkdir(mode=0o700)
-        return self._dir
-
-    def destination(self, path: str) -> Path:
-        return self.directory / path.strip("/").replace("/", "%")
-
-    def take(self, path: str, why: str) -> str:
-        """Move ``path`` (never followed if it is a symlink) into the quarantine."""
-        target = self.destination(path)
-        try:
-            _move(path, target)
-        except OSError as exc:
-            return f"git: could not remove {path} ({why}): {exc.strerror}"
-        return f"git: removed {path}: {why} (kept in {target})"
-
-
-def _move(source: str, target: Path) -> None:
-    try:
-        os.rename(source, target)
-    except OSError as exc:
-        if exc.errno != 18:  # EXDEV: another filesystem; copy, then remove
-            raise
-        import shutil
-
-        if os.path.isdir(source) and not os.path.islink(source):
-            shutil.copytree(source, target, symlinks=True)
-            shutil.rmtree(source)
-        else:
-            shutil.copy2(source, target, follow_symlinks=False)
-            os.unlink(source)
 
 
 def quarantine_hooks(hooks: str, quarantine: Quarantine) -> list[str]:

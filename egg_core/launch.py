@@ -50,6 +50,10 @@ class Plan:
     #: what the git guard audits against after the run (see :mod:`egg_core.gitguard`); None
     #: when the run cannot write any repository's metadata or the guard is off
     git_state: dict[str, Any] | None = None
+    #: files snapshotted before the run and restored after it (see :meth:`settings_files`)
+    settings: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
+    #: agent code directories no mount could hold, checked after the run
+    code_watch: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
 
     def launch(
         self,
@@ -75,24 +79,57 @@ class Plan:
         )
 
     def settings_files(self) -> list[str]:
-        """Files to snapshot before a run and restore after it (threat H): the agent's settings
-        in $HOME and in the workspace, direnv's .envrc, an egg.yaml ``agent_settings`` override.
-        None when the persistence guards are off, or nothing is sandboxed."""
-        policy = self.policy
-        if not (policy.persistence_guards and policy.requires_sandbox):
-            return []
-        home, cwd = Path(policy.home), Path(policy.cwd)
-        files = [home / grant.value for grant in self.profile.settings_files]
-        files += [cwd / grant.value for grant in self.profile.project_settings_files]
-        files += [cwd / name for name in WORKSPACE_HOOK_FILES]
-        override = self.resolved.config.agent_settings_map.get(self.profile.name)
-        if override:
-            files.append(Path(os.path.expanduser(override.replace("~", str(home), 1))))
-        return [str(path) for path in dict.fromkeys(files)]
+        """Files to snapshot before a run and restore after it (threat H); see
+        :func:`settings_files`."""
+        return list(self.settings)
 
 
 #: workspace files that run code outside the sandbox for any agent, snapshotted in every run
 WORKSPACE_HOOK_FILES = (".envrc",)
+
+
+def settings_files(policy: EffectivePolicy, profile: AgentProfile, config: Any) -> list[str]:
+    """The agent's settings in $HOME and in the workspace, direnv's .envrc, an egg.yaml
+    ``agent_settings`` override: what a run snapshots and restores."""
+    home, cwd = Path(policy.home), Path(policy.cwd)
+    files = [home / grant.value for grant in profile.settings_files]
+    files += [cwd / grant.value for grant in profile.project_settings_files]
+    files += [cwd / name for name in WORKSPACE_HOOK_FILES]
+    override = config.agent_settings_map.get(profile.name)
+    if override:
+        files.append(Path(os.path.expanduser(override.replace("~", str(home), 1))))
+    return [str(path) for path in dict.fromkeys(files)]
+
+
+@attrs.frozen
+class Guards:
+    """Threat H for one launch (see :func:`persistence_guards`)."""
+
+    policy: EffectivePolicy
+    git_state: dict[str, Any]
+    settings: list[str]
+    code_watch: list[str]
+
+
+def persistence_guards(policy: EffectivePolicy, profile: AgentProfile, config: Any) -> Guards:
+    """Threat H for one launch: the policy with the git guard's and the agent's code
+    protections added, the git guard's state for the audit after the run, the files to
+    snapshot (the settings, and the symlinks they name), and the code directories to check
+    after the run."""
+    from egg_core import gitguard, pathrules, settings_code
+
+    guard = gitguard.plan(policy)
+    writable = pathrules.writable_under(gitguard.mounted_rules(policy))
+    settings = settings_files(policy, profile, config)
+    roots = [e.path for e in policy.fs if e.mode in pathrules.WRITABLE_MODES]
+    named, links = settings_code.named_entries(
+        profile, settings, policy.home, policy.cwd, writable, roots
+    )
+    code, watch = settings_code.code_dir_entries(profile, policy.home, policy.cwd, writable)
+    protected = (*policy.protected, *guard.entries, *code, *named)
+    return Guards(
+        attrs.evolve(policy, protected=protected), guard.state, [*settings, *links], watch
+    )
 
 
 def default_shell(config_shell: str | None, environ: Mapping[str, str]) -> str:
@@ -138,12 +175,12 @@ def plan_launch(
         skip_permissions=skip_permissions,
     )
     git_state = None
+    settings: list[str] = []
+    watch: list[str] = []
     if policy.requires_sandbox and policy.persistence_guards:
-        from egg_core import gitguard
-
-        guard = gitguard.plan(policy)
-        policy = attrs.evolve(policy, protected=(*policy.protected, *guard.entries))
-        git_state = guard.state
+        guards = persistence_guards(policy, profile, resolved.config)
+        policy, git_state = guards.policy, guards.git_state
+        settings, watch = guards.settings, guards.code_watch
     platforms = registry.platforms(pm)
     problem = None
     try:
@@ -181,20 +218,32 @@ def plan_launch(
         egg_home=egg_dir,
         platform_problem=problem,
         git_state=git_state,
+        settings=settings,
+        code_watch=watch,
     )
 
 
 def audit_after_run(plan: Plan) -> list[str]:
-    """What the git guard neutralized after a run of ``plan`` (one line each; see
-    :func:`egg_core.gitguard.audit`). Never raises: a failing audit is reported, not fatal."""
-    if plan.git_state is None:
-        return []
-    from egg_core import gitguard
+    """What the guards took away after a run of ``plan`` (one line each): the git guard's audit
+    (:func:`egg_core.gitguard.audit`) and agent code directories the sandbox created. Never
+    raises: a failing audit is reported, not fatal."""
+    return after_run(plan.git_state, plan.code_watch, plan.egg_home)
 
+
+def after_run(
+    git_state: dict[str, Any] | None, code_watch: Sequence[str], egg_home: Any
+) -> list[str]:
+    """:func:`audit_after_run` from plain data (the exec cache's fast path has no plan)."""
+    from egg_core import gitguard, settings_code
+
+    lines = []
     try:
-        return gitguard.audit(plan.git_state, plan.egg_home)
+        if git_state is not None:
+            lines += gitguard.audit(git_state, Path(egg_home))
+        lines += settings_code.take_new_code_dirs(code_watch, egg_home)
     except Exception as exc:  # a hostile layout must never make egg itself fail
-        return [f"git: the audit after the run failed ({type(exc).__name__}: {exc})"]
+        lines.append(f"the audit after the run failed ({type(exc).__name__}: {exc})")
+    return lines
 
 
 def _session_markers() -> frozenset[str]:

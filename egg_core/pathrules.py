@@ -8,9 +8,11 @@ so the arithmetic lives here once.
 
 from __future__ import annotations
 
+import os
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable, Sequence
 
 #: at equal depth the more restrictive rule is applied last and wins
 MODE_RANK = {"rw": 0, "rw-prefix": 0, "ro": 1, "deny-write": 2, "deny": 3}
@@ -38,3 +40,25 @@ def governing_mode(real: str, ruled: Iterable[tuple[str, str]]) -> str | None:
             if best is None or key[:2] >= best[:2]:
                 best = key
     return best[2] if best else None
+
+
+def mounted_rules(rules: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(resolved path, mode) of the rules that shape what a sandbox can write, from (path,
+    mode) pairs: every writable rule, and the restrictive ones on paths that exist (a
+    ``deny-write`` of a missing path mounts nothing; where the sandbox may not create it, a
+    protection of its own says so)."""
+    return [
+        (os.path.realpath(path), mode)
+        for path, mode in rules
+        if mode in WRITABLE_MODES or os.path.lexists(path)
+    ]
+
+
+def writable_under(ruled: Sequence[tuple[str, str]]) -> Callable[[str], bool]:
+    """Whether a sandbox with these (resolved) rules can write a host path: the rule that
+    governs where the path resolves to is a writable one."""
+
+    def writable(path: str) -> bool:
+        return governing_mode(os.path.realpath(path), ruled) in WRITABLE_MODES
+
+    return writable

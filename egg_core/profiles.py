@@ -86,6 +86,11 @@ class AgentProfile:
     #: hook-bearing files in the *workspace* (relative to it), snapshotted like settings_files:
     #: the workspace is writable, and these run outside the sandbox later
     project_settings_files: tuple[Grant, ...] = attrs.field(default=(), converter=to_tuple)
+    #: directories (relative to $HOME) where the agent installs code it runs by itself —
+    #: plugins, extensions: read-only in every sandbox (see egg_core.settings_code)
+    code_dirs: tuple[Grant, ...] = attrs.field(default=(), converter=to_tuple)
+    #: the same in the workspace (relative to it)
+    project_code_dirs: tuple[Grant, ...] = attrs.field(default=(), converter=to_tuple)
     local_ports: tuple[PortGrant, ...] = attrs.field(default=(), converter=to_tuple)
     provider_url_vars: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
     #: set only when the user asks to skip the agent's permission prompts (an agent whose

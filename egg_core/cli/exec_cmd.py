@@ -126,6 +126,8 @@ def remember(
     ]
     facts = ec.content_facts(c for c in candidates) + ec.path_facts(candidates)
     facts += ec.content_facts(m for m in modules if m)
+    # what the settings name is protected: a changed settings file may name something else
+    facts += ec.content_facts(plan.settings_files()) + ec.path_facts(plan.settings_files())
     facts += ec.which_facts(command[0], plan.env.get("PATH", os.defpath))
     facts += ec.which_facts("egg", environ.get("PATH", os.defpath))
     facts += ec.path_facts(CONTROL_SOCKETS)
@@ -138,6 +140,7 @@ def remember(
         **prepared.recipe,
         "git": plan.git_state,
         "settings": plan.settings_files(),
+        "code_watch": list(plan.code_watch),
         "facts": facts + prepared.facts,
         "env_copy": env_copy,
         "env_set": env_set,

@@ -360,19 +360,20 @@ class Daemon:
             self.on_output(data)
 
     async def watch_git(self) -> None:
-        """While the agent works, a repository it creates (``git init``, a staged submodule) is
-        audited within GIT_WATCH_INTERVAL: the host's shell prompt runs ``git status`` at every
+        """While the agent works, a repository it creates (``git init``, a staged submodule), or
+        an agent code directory no mount could hold, is audited within GIT_WATCH_INTERVAL: the host's shell prompt runs ``git status`` at every
         prompt, long before the session ends. The check is a few ``stat`` calls; an audit runs
         off the event loop."""
         from egg_core.gitguard import changed
 
         state = self.plan.git_state
-        if state is None:
+        watch = self.plan.code_watch
+        if state is None and not watch:
             return
         loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(GIT_WATCH_INTERVAL)
-            if changed(state):
+            if (state is not None and changed(state)) or any(map(os.path.lexists, watch)):
                 await loop.run_in_executor(None, self.audit_git)
 
     def audit_git(self) -> None:

@@ -12,6 +12,9 @@ Sources checked (stored copies, 2026):
   ~/.claude/.credentials.json); hooks and MCP commands live in ~/.claude/settings.json and
   ~/.claude.json; transcripts in ~/.claude/projects/<cwd slug>/<session>.jsonl
   (anthropics/claude-code#24067).
+- plugins: ~/.claude/plugins holds installed plugins and marketplaces; a plugin bundles hooks,
+  MCP servers and executables that run when the plugin is enabled (code.claude.com/docs/en/
+  plugins/overview).
 - flags: --resume, --session-id, --dangerously-skip-permissions (cli-reference); as root the last
   one is refused unless IS_SANDBOX=1 (anthropics/claude-code#3490).
 - macOS: credentials in the login Keychain via /usr/bin/security (anthropics/claude-code#29783);
@@ -78,6 +81,9 @@ PROFILE = AgentProfile(
         Grant(".claude/settings.json", "project hooks run by claude outside a session too"),
         Grant(".claude/settings.local.json", "local project hooks and permissions"),
         Grant(".mcp.json", "project MCP server commands claude starts"),
+    ],
+    code_dirs=[
+        Grant(".claude/plugins", "plugins bring hooks, MCP servers and executables it runs"),
     ],
     provider_url_vars=["ANTHROPIC_BASE_URL"],
     session_dir=".claude/projects",

@@ -9,6 +9,8 @@ Sources checked (stored copies, 2026):
 - state: ~/.gemini (settings.json, oauth_creds.json, tmp/<project>/chats/ transcripts,
   geminicli.com/docs/cli/session-management); hooks and MCP commands live in
   ~/.gemini/settings.json, and ~/.gemini/.env is loaded at start (docs/reference/configuration.md).
+- extensions: loaded from <workspace>/.gemini/extensions and ~/.gemini/extensions at start; each
+  can define MCP servers and hooks (geminicli.com/docs/extensions).
 - flags: --resume; --approval-mode=yolo (--yolo is deprecated), which by default starts Gemini's
   own Docker/seatbelt sandbox: GEMINI_SANDBOX=false turns that off (egg is the sandbox;
   packages/cli/src/config/sandboxConfig.ts: the variable outranks flags and settings).
@@ -54,6 +56,12 @@ PROFILE = AgentProfile(
     project_settings_files=[
         Grant(".gemini/settings.json", "project hooks and MCP server commands"),
         Grant(".gemini/.env", "loaded into Gemini's environment in this project"),
+    ],
+    code_dirs=[
+        Grant(".gemini/extensions", "extensions bring MCP servers, hooks and commands it runs"),
+    ],
+    project_code_dirs=[
+        Grant(".gemini/extensions", "project extensions, loaded by gemini in this project"),
     ],
     provider_url_vars=["GOOGLE_GEMINI_BASE_URL"],
     session_dir=".gemini/tmp",

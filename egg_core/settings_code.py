@@ -1,0 +1,170 @@
+"""Threat H: what an agent's settings can execute is protected like the settings themselves.
+
+A settings file is restored after every run (:mod:`egg_core.snapshot`), but the code it points
+at lives beside it in the agent's writable directory — a hook script under ``~/.claude/``, a
+Gemini extension's MCP server, a Claude Code plugin — and the next run of the agent on the host,
+without egg, executes whatever is there. Two protections, both read-only mounts for the length of
+the run (so nothing is ever changed, rather than changed and put back):
+
+- **the agent's code directories** (:attr:`egg_core.profiles.AgentProfile.code_dirs` in the home,
+  ``project_code_dirs`` in the workspace): where the agent installs code it runs on its own —
+  ``~/.claude/plugins``, ``~/.gemini/extensions`` and ``./.gemini/extensions``. A missing one is
+  held by an empty directory, so the sandbox cannot create it either; one whose parent is
+  missing too (no ``./.gemini`` yet) cannot be held, so it is looked for after the run and, if
+  the sandbox made it, moved to ``$EGG_HOME/quarantine`` (:func:`take_new_code_dirs`);
+- **every file the settings name**: the settings files are read (JSON, TOML, whatever the agent
+  uses: any path-like word counts, which over-protects rather than misses) and each existing
+  regular file the sandbox could write that they name — with ``~``, ``$HOME`` or
+  ``$CLAUDE_PROJECT_DIR`` expanded — is read-only, and so is its directory when that is not one
+  of the roots the agent must write in (a hook script's helpers usually sit beside it). A named
+  symlink cannot be mounted over: it is added to the settings snapshot, so its old target comes
+  back after the run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from egg_core.policy import SEED_DIRECTORY, FsEntry
+from egg_core.profiles import AgentProfile
+
+#: a settings file bigger than this is not read for paths (none of the agents' are)
+MAX_SETTINGS_BYTES = 1 << 20
+#: how many named files one launch protects at most
+MAX_NAMED = 256
+_PATH = re.compile(
+    r"""(?:^|(?<=[\s"'=:,(\[]))"""
+    r"""((?:~|\$\{?HOME\}?|\$\{?CLAUDE_PROJECT_DIR\}?|\.{1,2})?/[^\s"'`;|&<>(){}\[\],\\]+)"""
+)
+
+
+def code_dir_entries(
+    profile: AgentProfile, home: str, cwd: str, writable: Callable[[str], bool]
+) -> tuple[list[FsEntry], list[str]]:
+    """The agent's code directories that the sandbox could write: read-only, seeded if missing;
+    and those that cannot be held because their parent is missing too (to check afterwards)."""
+    entries = []
+    watch = []
+    wanted = [(os.path.join(home, g.value), g.reason) for g in profile.code_dirs]
+    wanted += [(os.path.join(cwd, g.value), g.reason) for g in profile.project_code_dirs]
+    for path, reason in wanted:
+        if os.path.lexists(path):
+            if writable(path):
+                entries.append(FsEntry("deny-write", path, f"egg: {profile.name}: {reason}"))
+            continue
+        parent = _nearest_existing(path)
+        if not writable(parent):
+            continue
+        if parent == os.path.dirname(path):
+            source = f"egg: {profile.name}: {reason}"
+            entries.append(FsEntry("deny-write", path, source, seed=SEED_DIRECTORY))
+        else:
+            watch.append(path)
+    return entries, watch
+
+
+def _nearest_existing(path: str) -> str:
+    current = os.path.dirname(path)
+    while not os.path.lexists(current) and current != "/":
+        current = os.path.dirname(current)
+    return current
+
+
+def take_new_code_dirs(paths: Iterable[str], egg_home: Any) -> list[str]:
+    """After a run: move each code directory in ``paths`` that now exists (the sandbox made
+    it) to the quarantine; one line each."""
+    from egg_core.quarantine import Quarantine
+
+    found = [path for path in paths if os.path.lexists(path)]
+    if not found:
+        return []
+    quarantine = Quarantine(Path(egg_home), "agent code")
+    return [
+        quarantine.take(path, "created in the sandbox; the agent would load it") for path in found
+    ]
+
+
+def named_paths(text: str, home: str, cwd: str) -> list[str]:
+    """The absolute paths a settings file's text names (``~``, ``$HOME``, ``$CLAUDE_PROJECT_DIR``
+    and ``./`` expanded), in order, without duplicates."""
+    found = []
+    for match in _PATH.finditer(text):
+        word = match.group(1)
+        for prefix, value in (
+            ("~/", home + "/"),
+            ("${HOME}/", home + "/"),
+            ("$HOME/", home + "/"),
+            ("${CLAUDE_PROJECT_DIR}/", cwd + "/"),
+            ("$CLAUDE_PROJECT_DIR/", cwd + "/"),
+            ("./", cwd + "/"),
+            ("../", os.path.dirname(cwd) + "/"),
+        ):
+            if word.startswith(prefix):
+                word = value + word[len(prefix) :]
+                break
+        if word.startswith("/"):
+            found.append(os.path.normpath(word))
+    return list(dict.fromkeys(found))
+
+
+def named_entries(
+    profile: AgentProfile,
+    settings: Sequence[str],
+    home: str,
+    cwd: str,
+    writable: Callable[[str], bool],
+    roots: Iterable[str],
+) -> tuple[list[FsEntry], list[str]]:
+    """Read-only entries for the regular files the ``settings`` files name (and their
+    directories, unless one is in ``roots``: the directories the agent must write in), and the
+    named symlinks, which the caller snapshots instead."""
+    keep_writable = {os.path.normpath(r) for r in roots} | {home, cwd, "/"}
+    settings_set = {os.path.normpath(s) for s in settings}
+    entries: dict[str, FsEntry] = {}
+    links: list[str] = []
+    for source in settings:
+        text = _read_text(source)
+        if text is None:
+            continue
+        for path in named_paths(text, home, cwd):
+            if len(entries) >= MAX_NAMED:
+                break
+            if path in settings_set:
+                continue
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            reason = f"egg: {profile.name}: {os.path.basename(source)} runs it on the host"
+            if stat.S_ISLNK(st.st_mode):
+                if writable(os.path.dirname(path)):  # the sandbox could point it elsewhere
+                    links.append(path)
+            elif stat.S_ISREG(st.st_mode) and writable(path):
+                entries.setdefault(path, FsEntry("deny-write", path, reason))
+                parent = os.path.dirname(path)
+                if parent not in keep_writable and writable(parent):
+                    entries.setdefault(parent, FsEntry("deny-write", parent, reason))
+    return list(entries.values()), list(dict.fromkeys(links))
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, MAX_SETTINGS_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_SETTINGS_BYTES:
+        return None
+    return data.decode("utf-8", "replace")
