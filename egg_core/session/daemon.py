@@ -361,9 +361,9 @@ class Daemon:
 
     async def watch_git(self) -> None:
         """While the agent works, a repository it creates (``git init``, a staged submodule), or
-        an agent code directory no mount could hold, is audited within GIT_WATCH_INTERVAL: the host's shell prompt runs ``git status`` at every
-        prompt, long before the session ends. The check is a few ``stat`` calls; an audit runs
-        off the event loop."""
+        an agent code directory no mount could hold, is audited within GIT_WATCH_INTERVAL: the
+        host's shell prompt runs ``git status`` at every prompt, long before the session ends.
+        The check is a few ``stat`` calls; an audit runs off the event loop."""
         from egg_core.gitguard import changed
 
         state = self.plan.git_state

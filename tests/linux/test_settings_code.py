@@ -17,7 +17,9 @@ ORIGINAL = "#!/bin/sh\necho original\n"
 def claude_settings(box: Box) -> None:
     hooks = {
         "hooks": {
-            "Stop": [{"hooks": [{"type": "command", "command": "python3 ~/.claude/hooks/guard.py"}]}]
+            "Stop": [
+                {"hooks": [{"type": "command", "command": "python3 ~/.claude/hooks/guard.py"}]}
+            ]
         },
         "statusLine": {"type": "command", "command": "$HOME/.claude/statusline.sh"},
     }
