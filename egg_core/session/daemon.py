@@ -253,12 +253,19 @@ class Daemon:
         loop = asyncio.get_running_loop()
         with contextlib.suppress(FileNotFoundError):
             self.paths.sock.unlink()
+        # Bound under another name and renamed into place once listening: ``egg run`` attaches
+        # as soon as the socket's name exists, and a name that exists before listen() is
+        # "Connection refused" (a shorter name, so a deep $EGG_HOME still fits sun_path).
+        listening = self.paths.sock.with_name("s.tmp")
+        with contextlib.suppress(FileNotFoundError):
+            listening.unlink()
         old_umask = os.umask(0o177)
         try:
-            server = await asyncio.start_unix_server(self.handle, path=str(self.paths.sock))
+            server = await asyncio.start_unix_server(self.handle, path=str(listening))
         finally:
             os.umask(old_umask)
-        os.chmod(self.paths.sock, 0o600)
+        os.chmod(listening, 0o600)
+        os.rename(listening, self.paths.sock)
         os.set_blocking(self.proc.fd, False)
         loop.add_reader(self.proc.fd, self.on_pty_readable)
         loop.add_signal_handler(signal.SIGCHLD, self.reap)
