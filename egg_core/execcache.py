@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # importing typing costs milliseconds that this module exists
 
     Fact = tuple[Any, ...]
 
-FORMAT = 6  # 6: facts include the bound-socket table, judged by mount decisions
+FORMAT = 7  # 7: entries carry the persistence guards (git state, settings, write window)
 CACHE_ENV = "EGG_EXEC_CACHE"
 KEEP = 64
 #: cached launches are run only by egg's own platform code
@@ -345,9 +345,14 @@ def try_run(args: list[str], environ: Mapping[str, str]) -> int | None:
     env = {name: environ[name] for name in entry["env_copy"] if name in environ}
     env.update(entry["env_set"])
     run_dir = _snapshot_settings(entry.get("settings"), environ)
+    from egg_core import windows
+
+    home = os.path.dirname(os.path.dirname(cache_dir(environ)))
+    window = windows.open_window(home, *entry["window"])
     try:
         return int(runner(entry, env))
     finally:
+        windows.close_window(home, window)
         git = entry.get("git")
         watch = [path for path in entry.get("code_watch", ()) if os.path.lexists(path)]
         if watch or (git and stale_fact(git["watch"]) is not None):

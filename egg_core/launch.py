@@ -83,6 +83,19 @@ class Plan:
         :func:`settings_files`."""
         return list(self.settings)
 
+    def write_window(self) -> tuple[list[str], list[str]]:
+        """(roots, protected) of this launch's write window (see :mod:`egg_core.windows`): the
+        directories its sandbox can write, and what in them it cannot (its configs, ./egg.yaml,
+        $EGG_HOME)."""
+        from egg_core import windows
+
+        policy = self.policy
+        roots = windows.writable_roots((e.path, e.mode) for e in policy.fs)
+        protected = [
+            os.path.realpath(e.path) for e in policy.protected if e.mode in ("deny", "deny-write")
+        ]
+        return roots, sorted(set(protected))
+
 
 #: workspace files that run code outside the sandbox for any agent, snapshotted in every run
 WORKSPACE_HOOK_FILES = (".envrc",)
@@ -158,6 +171,9 @@ def plan_launch(
     explain --platform macos-seatbelt`` on Linux).
     """
     resolved = discover_config(cwd, config_path, environ)
+    from egg_core import windows
+
+    windows.check([str(p) for p in resolved.files], str(egg_home(environ)))
     agents = registry.agents(pm)
     name = agent or DEFAULT_AGENT
     known = name in agents

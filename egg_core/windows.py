@@ -52,12 +52,16 @@ def _append(egg_home: str, record: tuple[Any, ...]) -> None:
 
 
 def open_window(egg_home: str, roots: Sequence[str], protected: Sequence[str]) -> str:
-    """Record that a sandbox able to write under ``roots`` (but not the ``protected`` files)
-    starts now; returns the window's id for :func:`close_window`. Never raises: a ledger that
-    cannot be written must not stop the launch — it only costs a warning later."""
-    window = f"{os.getpid()}-{os.urandom(4).hex()}"
+    """Record that a sandbox able to write under ``roots`` (but not under ``protected``) starts
+    now, owned by this process; returns the window's id for :func:`close_window`. Never raises:
+    a ledger that cannot be written must not stop the launch."""
+    from egg_core.rundirs import start_time
+
+    pid = os.getpid()
+    window = f"{pid}-{os.urandom(4).hex()}"
+    record = ("open", window, _now(), list(roots), list(protected), pid, start_time(pid) or "")
     try:
-        _append(egg_home, ("open", window, _now(), list(roots), list(protected)))
+        _append(egg_home, record)
     except OSError:
         pass
     return window
@@ -93,14 +97,15 @@ def windows(egg_home: str) -> list[dict[str, Any]]:
                     break  # a torn last record (a crash mid-write): what came before stands
                 if not isinstance(record, tuple) or not record:
                     continue
-                if record[0] == "open" and len(record) == 5:
-                    _, window, start, roots, protected = record
+                if record[0] == "open" and len(record) == 7:
+                    _, window, start, roots, protected, pid, started = record
                     found[window] = {
                         "id": window,
                         "start": start,
                         "end": None,
                         "roots": list(roots),
                         "protected": list(protected),
+                        "owner": (pid, started),
                     }
                 elif record[0] == "close" and len(record) == 3 and record[1] in found:
                     found[record[1]]["end"] = record[2]
@@ -130,14 +135,37 @@ def compact(egg_home: str) -> None:
     tmp = f"{path}.{os.getpid()}"
     with open(tmp, "wb") as handle:
         for window in merged:
-            handle.write(
-                marshal.dumps(
-                    ("open", window["id"], window["start"], window["roots"], window["protected"])
-                )
+            pid, started = window["owner"]
+            record = (
+                "open",
+                window["id"],
+                window["start"],
+                window["roots"],
+                window["protected"],
+                pid,
+                started,
             )
+            handle.write(marshal.dumps(record))
             if window["end"] is not None:
                 handle.write(marshal.dumps(("close", window["id"], window["end"])))
     os.replace(tmp, path)
+
+
+def close_orphans(egg_home: str) -> int:
+    """Close the windows whose launch died without closing them (killed egg exec, crashed
+    daemon), as of now: the sandbox could have written until it was gone. Returns how many."""
+    from egg_core.rundirs import start_time
+
+    closed = 0
+    for window in windows(egg_home):
+        if window["end"] is not None:
+            continue
+        pid, started = window["owner"]
+        now = start_time(pid)
+        if now is None or (started and now != started):
+            close_window(egg_home, window["id"])
+            closed += 1
+    return closed
 
 
 # --- at discovery -------------------------------------------------------------------------------
@@ -156,11 +184,29 @@ def suspect(path: str, egg_home: str) -> dict[str, Any] | None:
         end = window["end"]
         if changed < window["start"] or (end is not None and changed > end):
             continue
-        if real in window["protected"] or path in window["protected"]:
+        if _under_any(real, window["protected"]):
             continue
-        if any(real == root or real.startswith(root.rstrip("/") + "/") for root in window["roots"]):
+        if _under_any(real, window["roots"]):
             return None if trusted(real, egg_home) else window
     return None
+
+
+def _under_any(path: str, roots: Iterable[str]) -> bool:
+    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
+
+
+def check(files: Iterable[str], egg_home: str) -> None:
+    """Raise a one-line :class:`~egg_core.errors.ConfigError` for the first config file a
+    sandbox could have written since it last changed (see :func:`suspect`)."""
+    from egg_core.errors import ConfigError
+
+    for path in files:
+        window = suspect(str(path), egg_home)
+        if window is not None:
+            raise ConfigError(
+                f"{path} changed while {describe(window)}; a sandbox may have written it. "
+                f"Read it, then run: egg config trust {path}"
+            )
 
 
 def content_hash(path: str) -> str:

@@ -85,7 +85,26 @@ def _init(ns: argparse.Namespace, ctx: Context) -> int:
         raise ConfigError(f"{target}: cannot create: {exc.strerror}") from exc
     with os.fdopen(fd, "w") as handle:
         handle.write(STARTER)
+    from egg_core import windows
+    from egg_core.paths import egg_home
+
+    windows.trust(str(target), str(egg_home(ctx.environ)))  # written by egg, for the user
     print(f"wrote {target}")
+    return 0
+
+
+def _trust(ns: argparse.Namespace, ctx: Context) -> int:
+    """The user has read a config that a sandbox could have written, and accepts it as it is."""
+    from egg_core import windows
+    from egg_core.config import discover_config
+    from egg_core.paths import egg_home
+
+    target = Path(ns.path)
+    if not target.is_file():
+        raise ConfigError(f"{target}: no such config file")
+    digest = windows.trust(str(target), str(egg_home(ctx.environ)))
+    discover_config(Path.cwd(), str(target), ctx.environ)  # it must also be a valid config
+    print(f"trusted {target} as it is now (sha256 {digest[:12]}…); a later change needs it again")
     return 0
 
 
@@ -104,6 +123,14 @@ def configure(p: argparse.ArgumentParser) -> None:
     init = sub.add_parser("init", help="write a commented starter egg.yaml")
     init.add_argument("path", nargs="?", default="egg.yaml", metavar="PATH")
     init.set_defaults(_action=_init)
+    trust = sub.add_parser(
+        "trust",
+        help="accept a config a sandbox could have written, after reading it",
+        description="egg refuses a config file that changed while a sandbox could write it "
+        "(it may have been planted). Read the file, then trust it as it is now.",
+    )
+    trust.add_argument("path", metavar="PATH")
+    trust.set_defaults(_action=_trust)
 
 
 def run(ns: argparse.Namespace, ctx: Context) -> int:

@@ -49,7 +49,7 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
 
 
 def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
-    from egg_core import rundirs, snapshot
+    from egg_core import rundirs, snapshot, windows
     from egg_core.launch import audit_after_run, find_command, plan_launch
     from egg_core.runner import run_foreground
 
@@ -88,9 +88,11 @@ def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
         prepared = plan.selection.platform.prepare(launch)
         if prepared.recipe is not None:
             remember(ns, ctx, command, plan, prepared, cwd)
+        window = windows.open_window(str(plan.egg_home), *plan.write_window())
         try:
             return run_foreground(prepared, tty=ns.tty)
         finally:
+            windows.close_window(str(plan.egg_home), window)
             for line in audit_after_run(plan):
                 print(f"egg: {line}", file=sys.stderr)
     finally:
@@ -141,6 +143,7 @@ def remember(
         "git": plan.git_state,
         "settings": plan.settings_files(),
         "code_watch": list(plan.code_watch),
+        "window": list(plan.write_window()),
         "facts": facts + prepared.facts,
         "env_copy": env_copy,
         "env_set": env_set,

@@ -89,12 +89,15 @@ def recover_crashed_sessions(egg_home: Path) -> list[str]:
     """Restore the settings snapshots of sessions whose daemon died without restoring them, and
     of ``egg exec`` runs that were killed. Never raises: one broken session must not make every
     egg command fail."""
+    from egg_core import windows
+
     messages = []
     for recover in (_recover_sessions, _recover_exec_runs):
         try:
             messages += recover(egg_home)
         except Exception as exc:
             messages.append(f"recovering crashed runs failed: {type(exc).__name__}: {exc}")
+    windows.close_orphans(str(egg_home))
     return messages
 
 

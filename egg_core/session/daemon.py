@@ -117,6 +117,8 @@ class Daemon:
         self.clipboard: ClipboardFilter | None = None
         self.clipboard_logged = False
         self.render_lock = asyncio.Lock()
+        #: the write window of the sandbox (egg_core.windows), closed when it has ended
+        self.window: str | None = None
         self.tasks: set[asyncio.Task[None]] = set()
 
     # -- start-up ------------------------------------------------------------------------------
@@ -236,6 +238,9 @@ class Daemon:
                 prepared.preexec_fn()
 
         prepared.starting()
+        from egg_core import windows
+
+        self.window = windows.open_window(str(self.plan.egg_home), *self.plan.write_window())
         self.proc = ptyprocess.PtyProcess.spawn(
             prepared.argv,
             cwd=str(prepared.cwd),
@@ -679,6 +684,10 @@ class Daemon:
         code = self.exit_code if self.exit_code is not None else 1
         if self.audit is not None:
             self.audit.close()
+        if self.window is not None:
+            from egg_core import windows
+
+            windows.close_window(str(self.plan.egg_home), self.window)
         restored = snapshot.restore(str(self.paths.settings))
         for line in restored:
             log(self.paths, f"settings snapshot: {line}")
