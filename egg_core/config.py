@@ -27,7 +27,9 @@ from egg_core.converters import to_tuple
 from egg_core.errors import ConfigError
 from egg_core.paths import egg_home, expand_user, user_home
 
-FS_MODES = ("rw", "ro", "deny", "deny-write")
+#: ``cache``: the sandbox gets a cache of its own at that path (shared by sandbox runs, never
+#: read by the host), so nothing it leaves there runs at the host's next build (threat H)
+FS_MODES = ("rw", "ro", "deny", "deny-write", "cache")
 NETWORK_MODES = ("enforce", "observe")
 AGENT_DOMAINS = ("merge", "none")
 MAX_BASE_DEPTH = 10
@@ -184,7 +186,9 @@ class EggConfig:
 
 
 def default_cache_dirs() -> list[str]:
-    """OS-standard cache directories build tools write to (go, npm, pip, cargo): no secrets."""
+    """OS-standard cache directories build tools write to (go, npm, pip, cargo): no secrets, but
+    code the host runs later (a built wheel, an npx package, a crate's build script), so each is
+    a ``cache:`` — the sandbox's own, never the host's."""
     dirs = ["~/.cache", "~/.npm", "~/.cargo/registry", "~/go/pkg/mod"]
     if sys.platform == "darwin":
         dirs.insert(0, "~/Library/Caches")
@@ -218,7 +222,7 @@ def default_config() -> EggConfig:
     credentials and shell histories denied, a minimal environment, no network.
     """
     fs = [FsRule("rw", "./", DEFAULT_SOURCE)]
-    fs += [FsRule("rw", d, DEFAULT_SOURCE) for d in default_cache_dirs()]
+    fs += [FsRule("cache", d, DEFAULT_SOURCE) for d in default_cache_dirs()]
     fs += [FsRule("deny", d, DEFAULT_SOURCE) for d in default_deny_paths()]
     # ./egg.yaml and git's metadata are egg's own protections (policy.protected_paths,
     # egg_core.gitguard): they hold whatever base a config names.
@@ -253,18 +257,18 @@ def unsandboxed_config() -> EggConfig:
 def merge_configs(parent: EggConfig, child: EggConfig, home: Path | None = None) -> EggConfig:
     """``child`` on top of ``parent`` (DESIGN.md §4).
 
-    fs: appended; a child ``ro:``/``rw:`` of a path drops the parent's ``deny:`` of that same
-    normalized path (and a child ``rw:`` also drops a parent ``deny-write:``). network and env:
-    unions, ``*`` wins. resources: per field, the child's value if set. shell: the child's if set.
-    dangerously_skip_permissions, audit, trace: OR. agent_settings: per key, the child wins.
-    persistence_guards, clipboard: the child's if it sets it.
+    fs: appended; a child ``ro:``/``rw:`` of a path drops the parent's ``deny:`` or ``cache:``
+    of that same normalized path (and a child ``rw:`` also drops a parent ``deny-write:``).
+    network and env: unions, ``*`` wins. resources: per field, the child's value if set. shell:
+    the child's if set. dangerously_skip_permissions, audit, trace: OR. agent_settings: per
+    key, the child wins. persistence_guards, clipboard: the child's if it sets it.
     """
     home = home or user_home()
     child_paths = {r.normalized(home): r.mode for r in child.fs if r.mode in ("ro", "rw")}
 
     def dropped(rule: FsRule) -> bool:
         mode = child_paths.get(rule.normalized(home))
-        return (rule.mode == "deny" and mode is not None) or (
+        return (rule.mode in ("deny", "cache") and mode is not None) or (
             rule.mode == "deny-write" and mode == "rw"
         )
 

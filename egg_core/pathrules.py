@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
 #: at equal depth the more restrictive rule is applied last and wins
-MODE_RANK = {"rw": 0, "rw-prefix": 0, "ro": 1, "deny-write": 2, "deny": 3}
+MODE_RANK = {"rw": 0, "rw-prefix": 0, "cache": 0, "ro": 1, "deny-write": 2, "deny": 3}
+#: modes that let the sandbox write the *host's* path (``cache`` gives it another directory there)
 WRITABLE_MODES = ("rw", "rw-prefix")
 
 

@@ -73,8 +73,9 @@ class DrilledHole:
 class FsEntry:
     """A filesystem rule with an absolute path and where it came from.
 
-    ``mode`` is one of ``rw``, ``ro``, ``deny``, ``deny-write``, or ``rw-prefix`` (a writable
-    agent dir that also covers its same-prefix siblings, ``~/.claude`` -> ``~/.claude.json``).
+    ``mode`` is one of ``rw``, ``ro``, ``deny``, ``deny-write``, ``cache`` (a sandbox-only cache
+    mounted there, see :func:`sandbox_cache_dir`), or ``rw-prefix`` (a writable agent dir that also
+    covers its same-prefix siblings, ``~/.claude`` -> ``~/.claude.json``).
 
     ``seed`` (``deny-write`` only): what the platform puts at the path for the length of a run
     when it does not exist, so that the sandbox cannot create it — text for a file,
@@ -196,6 +197,14 @@ class EffectivePolicy:
             return "*"
         parts = list(self.domains) + [f"localhost:{p}" for p in self.local_ports]
         return ",".join(parts) if parts else "none"
+
+
+def sandbox_cache_dir(egg_home: Path | str, path: str) -> str:
+    """Where the sandbox-only cache for the host path ``path`` lives: under
+    ``$EGG_HOME/sandbox-cache``, named after the path, shared by every sandbox run of this user
+    and read by nothing on the host."""
+    name = os.path.normpath(path).strip("/").replace("%", "%25").replace("/", "%")
+    return os.path.join(os.fspath(egg_home), "sandbox-cache", name or "%")
 
 
 def requires_sandbox(config: EggConfig, agent: str | None = None) -> bool:

@@ -20,7 +20,8 @@ STARTER = """\
 # reads $EGG_HOME/bases/<name>.yaml, and ./x.yaml is relative to this file.
 # base: none
 
-# Filesystem rules, mode:path. Modes: rw, ro, deny, deny-write. ~ is your home directory.
+# Filesystem rules, mode:path. Modes: rw, ro, deny, deny-write, cache (a sandbox-only cache at
+# that path, never read by the host). ~ is your home directory.
 fs:
   - rw:./
   # - deny:~/.config/gh

@@ -191,6 +191,7 @@ class LinuxNamespaces(Platform):
             net_dir=str(launch.work_dir / "net") if listens else None,
             extra_ro=bw.python_paths() if listens else (),
             shared_dir=str(launch.shared_dir) if launch.shared_dir else None,
+            cache_root=str(launch.egg_home),
         )
         args = bw.build_args(policy, request, self.bwrap_path() or "bwrap")
         prefix = self._prefix(policy)
@@ -250,7 +251,10 @@ class LinuxNamespaces(Platform):
             net_dir=str(net_dir) if net_dir else None,
             extra_ro=bw.python_paths() if listens else (),
             shared_dir=str(launch.shared_dir) if launch.shared_dir else None,
+            cache_root=str(launch.egg_home),
         )
+        for source in bw.cache_sources(policy, str(launch.egg_home)):
+            os.makedirs(source, mode=0o700, exist_ok=True)
         placeholders = bw.placeholder_paths(policy)
         visited: list[str] = []
         bound: list[bw.BoundRecord] = []

@@ -32,7 +32,7 @@ from egg_core.pathrules import MODE_RANK as _MODE_RANK
 from egg_core.pathrules import depth as _depth
 from egg_core.pathrules import governing_mode as _governing_mode
 from egg_core.pathrules import under as _under
-from egg_core.policy import NEED_FULL, EffectivePolicy, FsEntry
+from egg_core.policy import NEED_FULL, EffectivePolicy, FsEntry, sandbox_cache_dir
 from egg_core.seeds import absent_or_seed
 
 __all__ = ["BwrapRequest", "build_args", "placeholder_paths"]
@@ -89,6 +89,10 @@ class BwrapRequest:
     net_dir: str | None = None  # host dir holding the proxy/port sockets, bound at NET_DIR_INSIDE
     extra_ro: Sequence[str] = ()  # host paths the launch itself needs (the bridge's Python)
     shared_dir: str | None = None  # host dir the command may write, bound at SHARED_DIR_INSIDE
+    #: where ``cache:`` rules get their sandbox-only directories ($EGG_HOME: see
+    #: egg_core.policy.sandbox_cache_dir); None: such rules mount nothing (the path stays as the
+    #: root mount has it, read-only)
+    cache_root: str | None = None
 
 
 def build_args(
@@ -232,6 +236,8 @@ def _mounts(
             block = ["--ro-bind", entry.path, entry.path]
         elif entry.path in untrusted:
             continue
+        elif entry.mode == "cache":
+            block = cache_args(entry, request.cache_root)
         else:
             block = _entry_args(entry, empty, remount, visited, ruled, scanned)
         if block:
@@ -526,6 +532,26 @@ def _entry_args(
         remount.append(real)
         return ["--tmpfs", real]
     return ["--ro-bind", empty_file, real]
+
+
+def cache_args(entry: FsEntry, cache_root: str | None) -> list[str]:
+    """A ``cache:`` rule: the sandbox's own directory bound where the host's cache is, so what
+    it leaves there (a built wheel, an npx package, a crate's build script) never runs at the
+    host's next build, and every sandbox run finds what earlier ones cached. A missing path, or
+    one that is not a directory, mounts nothing (as a missing ``rw:`` path)."""
+    fact = probe(entry.path)
+    if cache_root is None or fact.kind != "dir":
+        return []
+    return ["--bind", sandbox_cache_dir(cache_root, fact.real), fact.real]
+
+
+def cache_sources(policy: EffectivePolicy, cache_root: str) -> list[str]:
+    """The sandbox-only directories the ``cache:`` rules of ``policy`` bind (to create first)."""
+    return [
+        sandbox_cache_dir(cache_root, probe(e.path).real)
+        for e in policy.fs
+        if e.mode == "cache" and probe(e.path).kind == "dir"
+    ]
 
 
 def table_sockets(

@@ -231,6 +231,15 @@ def _entry(entry: FsEntry, request: ProfileRequest) -> list[str]:
     denied = spellings(entry.path, request.resolve, data_volume=True)
     if entry.mode == "rw":
         return [head, rule("allow", ["file-read*", "file-write*"], _path_filters(names, kind))]
+    if entry.mode == "cache":
+        # Seatbelt filters paths, it cannot put another directory at one: on macOS a cache rule
+        # is the host's own cache (README: Platforms)
+        note = comment("the host's own cache here: Seatbelt cannot mount a sandbox-only one")
+        return [
+            head,
+            note,
+            rule("allow", ["file-read*", "file-write*"], _path_filters(names, kind)),
+        ]
     if entry.mode == "rw-prefix":
         regexes = [f"(regex {quote(prefix_regex(n))})" for n in names]
         return [head, rule("allow", ["file-read*", "file-write*"], regexes)]
