@@ -302,9 +302,13 @@ def live_sessions_need_recovery(environ: Mapping[str, str]) -> bool:
         try:
             with open(os.path.join(live, name)) as handle:
                 pid = int(handle.read().strip() or 0)
+            # the daemon of this very session (as the full path checks it): a dead daemon's
+            # pid may be a zombie, or already another process's
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                cmdline = handle.read()
         except (OSError, ValueError):
             return True
-        if not pid or not os.path.exists(f"/proc/{pid}"):
+        if os.path.join(home, "sessions", name).encode() not in cmdline:
             return True
     return False
 

@@ -33,14 +33,22 @@ def egg_home_of(environ: Mapping[str, str]) -> str:
 
 
 def start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat)."""
+    """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat); None
+    when there is no such process, or only its zombie (it has ended; nobody reaped it yet)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             data = handle.read()
     except OSError:
         return None
     fields = data[data.rfind(b")") + 2 :].split()
-    return fields[19].decode() if len(fields) > 19 else None
+    if len(fields) <= 19 or fields[0] in (b"Z", b"X"):
+        return None
+    return fields[19].decode()
+
+
+def alive(pid: int) -> bool:
+    """A running process (not a zombie) has this pid."""
+    return start_time(pid) is not None
 
 
 def create(egg_home: str) -> str:

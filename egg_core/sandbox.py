@@ -228,6 +228,12 @@ class Platform(abc.ABC):
         """Host checks for ``egg doctor``: what this host lets the platform enforce."""
         return []
 
+    def sweep(self) -> list[str]:
+        """Remove what launches of this platform left on the host when the process that ran them
+        was killed (a ``kill -9`` of a session daemon cannot clean up): called by the egg
+        command that recovers the crashed run. One line per thing removed; never raises."""
+        return []
+
 
 @attrs.frozen
 class Check:

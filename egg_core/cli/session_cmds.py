@@ -132,10 +132,12 @@ def _recover_sessions(egg_home: Path) -> list[str]:
     except OSError:
         return []
     messages = []
+    crashed = False
     for name in names:
         paths = SessionPaths(sessions_root(egg_home) / name)
         if daemon_alive(paths):
             continue
+        crashed = True
         if paths.directory.is_dir():
             changed = snapshot.restore(str(paths.settings))
             guardlog.record(egg_home, snapshot.failures(changed))
@@ -144,7 +146,20 @@ def _recover_sessions(egg_home: Path) -> list[str]:
             detail = "; ".join(changed) if changed else "nothing had changed"
             messages.append(f"session {name}: its daemon died; settings restored ({detail})")
         clear_live(paths)
+    if crashed:
+        _sweep_platforms()
     return messages
+
+
+def _sweep_platforms() -> None:
+    """What the dead daemons' platforms left on the host (cgroups): removed, and logged for
+    ``egg doctor`` rather than printed (it is housekeeping, not news)."""
+    from egg_core import guardlog, registry
+    from egg_core.paths import egg_home
+    from egg_core.plugins import get_plugin_manager
+
+    for registered in registry.platforms(get_plugin_manager()).values():
+        guardlog.record(egg_home(), registered.obj.sweep())
 
 
 def _size(ns: argparse.Namespace) -> tuple[int, int]:

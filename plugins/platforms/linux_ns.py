@@ -132,6 +132,14 @@ class LinuxNamespaces(Platform):
 
         return diagnose(self.bwrap_path())
 
+    def sweep(self) -> list[str]:
+        from .linux import cgroups
+
+        try:
+            return cgroups.sweep()
+        except Exception:  # recovery must never make an egg command fail
+            return []
+
     # -- building the command
 
     def _network_plan(self, policy: EffectivePolicy) -> tuple[list[str], dict[int, str]]:

@@ -145,7 +145,7 @@ def test_merged_config_has_no_base():
 def test_default_config_matches_the_design():
     config = default_config()
     rules = [str(r) for r in config.fs]
-    assert "rw:./" in rules and "rw:~/.cache" in rules
+    assert "rw:./" in rules and "cache:~/.cache" in rules
     for denied in (
         "~/.ssh",
         "~/.gnupg",

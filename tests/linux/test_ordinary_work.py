@@ -18,11 +18,15 @@ def test_workspace_is_writable_and_the_file_lands_on_the_host(box: Box) -> None:
     assert os.stat(box.workspace / "out.txt").st_uid == box.identity.uid
 
 
-def test_cache_dir_is_writable(box: Box) -> None:
+def test_cache_dir_is_writable_and_kept_for_the_next_run(box: Box) -> None:
+    """The sandbox's own cache (``cache:~/.cache``): written in one run, found by the next, never
+    in the host's ~/.cache."""
     result = box.exec("sh", "-c", "mkdir -p ~/.cache/tool && echo cached > ~/.cache/tool/entry")
+    again = box.exec("cat", f"{box.home}/.cache/tool/entry")
 
     assert result.returncode == 0, result.stderr
-    assert (box.home / ".cache" / "tool" / "entry").read_text() == "cached\n"
+    assert again.stdout == "cached\n"
+    assert not (box.home / ".cache" / "tool").exists()
 
 
 def test_system_files_and_gitconfig_are_readable(box: Box) -> None:

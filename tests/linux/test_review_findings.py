@@ -13,8 +13,14 @@ from tests.linux.conftest import Box
 
 def test_a_symlink_planted_in_a_writable_dir_does_not_redirect_an_agent_write_dir(box: Box) -> None:
     """A sandbox replaces ~/.cache/claude (claude's write dir, inside the writable ~/.cache) with
-    a symlink to ~/.ssh; the next claude sandbox must not bind ~/.ssh through it."""
-    planted = box.exec("sh", "-c", "rm -rf ~/.cache/claude && ln -s ../.ssh ~/.cache/claude")
+    a symlink to ~/.ssh; the next claude sandbox must not bind ~/.ssh through it. (The default's
+    ~/.cache is the sandbox's own now; a config that gives it the host's is where this matters.)"""
+    planted = box.exec(
+        "sh",
+        "-c",
+        "rm -rf ~/.cache/claude && ln -s ../.ssh ~/.cache/claude",
+        config={"fs": ["rw:~/.cache"]},
+    )
     assert planted.returncode == 0, planted.stderr
     assert (box.home / ".cache" / "claude").is_symlink()
 

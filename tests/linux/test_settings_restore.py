@@ -13,6 +13,7 @@ import signal
 import stat
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -205,3 +206,37 @@ def test_recovery_never_makes_another_egg_command_fail(box: Box) -> None:
 
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("identity", ["root"], indirect=True)
+def test_a_killed_daemons_cgroups_are_swept_by_the_next_egg_command(box: Box) -> None:
+    """Only root can create cgroups on this host (a delegated user would be the same case)."""
+    started = box.run(
+        "run", "--detach", "--", "sleep", "60", config={"resources": {"max_pids": 64}}
+    )
+    assert started.returncode == 0, started.stderr
+    session = started.stdout.strip()
+    directory = box.egg_home / "sessions" / session
+    daemon = int((directory / "egg.pid").read_text())
+    groups = _egg_cgroups_of(daemon)
+    assert groups, "the session runs in no egg cgroup"
+    os.kill(daemon, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while any((g / "cgroup.procs").read_text().strip() for g in groups if g.exists()):
+        assert time.monotonic() < deadline, "the sandbox outlived its daemon"
+        time.sleep(0.05)
+
+    later = box.run("ls")
+
+    assert later.returncode == 0, later.stderr
+    assert not [g for g in groups if g.exists()], "empty egg cgroups were left behind"
+
+
+def _egg_cgroups_of(daemon: int) -> list[Path]:
+    from pathlib import Path
+
+    found = []
+    for root in Path("/sys/fs/cgroup").rglob(f"*{daemon}-*"):
+        if root.is_dir() and root.name.split("-")[-2] == str(daemon):
+            found.append(root)
+    return found

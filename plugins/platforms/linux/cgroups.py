@@ -15,6 +15,7 @@ from pathlib import Path
 
 import attrs
 
+from egg_core import rundirs
 from egg_core.errors import EnforcementError
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -138,6 +139,29 @@ class Cgroup:
                     break
                 except OSError:
                     time.sleep(0.02)
+
+
+def sweep() -> list[str]:
+    """Remove egg's cgroups whose creator is gone and that no process uses any more (a session
+    daemon killed with -9 leaves them). A cgroup still in use is left alone; nothing raises."""
+    removed = []
+    for parent in dict.fromkeys(detect().parents.values()):
+        try:
+            children = [c for c in parent.iterdir() if c.is_dir()]
+        except OSError:
+            continue
+        for child in children:
+            owner = child.name.removeprefix("egg-").split("-")[0]
+            if not owner.isdigit() or rundirs.alive(int(owner)):
+                continue
+            try:
+                if (child / "cgroup.procs").read_text().strip():
+                    continue
+                child.rmdir()
+            except OSError:
+                continue
+            removed.append(f"removed the empty cgroup {child} of a killed egg process")
+    return removed
 
 
 def create(name: str, memory_bytes: int | None, max_pids: int | None) -> Cgroup:
