@@ -37,10 +37,7 @@ outer repository (``git add`` warns "adding embedded git repository").
 from __future__ import annotations
 
 import os
-import re
-import stat
-import subprocess
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -48,268 +45,18 @@ import attrs
 
 from egg_core import execcache as ec
 from egg_core import pathrules
-from egg_core.gitindex import gitlinks
+from egg_core.gitconfig import scrub_config
+from egg_core.gitlayout import Layout, common_dir, config_mentions, find_layout
 from egg_core.policy import SEED_DIRECTORY, EffectivePolicy, FsEntry
 from egg_core.quarantine import Quarantine
+from egg_core.safeio import write_new
 
 SOURCE = "egg: git"
 #: what ``.git/commondir`` holds while a run protects it: git reads it as "this directory"
 COMMONDIR_SEED = ".\n"
-#: bounds on the walk through submodules: a sandbox must not make launches slow
-MAX_REPOSITORIES = 128
-MAX_NESTING = 8
-#: a gitfile or commondir longer than this is not a path git wrote
-MAX_POINTER_BYTES = 4096
-
-#: configuration keys a repository the sandbox created may keep: (section, has subsection,
-#: key), lower case. They describe data (formats, remotes, branches, identity), never a program
-#: to run; every other key — core.fsmonitor, core.hooksPath, core.sshCommand, core.pager,
-#: alias.*, filter.*, diff.*.textconv, credential.*, include.path, url.*.insteadOf, … and any
-#: key a later git adds — is dropped.
-SAFE_KEYS = frozenset(
-    [
-        *(
-            ("core", False, key)
-            for key in (
-                "repositoryformatversion",
-                "filemode",
-                "bare",
-                "logallrefupdates",
-                "ignorecase",
-                "precomposeunicode",
-                "symlinks",
-                "autocrlf",
-                "eol",
-                "safecrlf",
-                "quotepath",
-                "checkstat",
-                "trustctime",
-                "sparsecheckout",
-                "sparsecheckoutcone",
-                "worktree",
-                "untrackedcache",
-                "splitindex",
-                "commitgraph",
-                "multipackindex",
-                "abbrev",
-                "compression",
-                "loosecompression",
-                "bigfilethreshold",
-            )
-        ),
-        *(
-            ("extensions", False, key)
-            for key in (
-                "objectformat",
-                "refstorage",
-                "worktreeconfig",
-                "preciousobjects",
-                "partialclone",
-                "noop",
-            )
-        ),
-        *(
-            ("remote", True, key)
-            for key in (
-                "url",
-                "pushurl",
-                "fetch",
-                "push",
-                "tagopt",
-                "mirror",
-                "prune",
-                "promisor",
-                "partialclonefilter",
-                "skipdefaultupdate",
-                "skipfetchall",
-            )
-        ),
-        *(
-            ("branch", True, key)
-            for key in ("remote", "merge", "rebase", "pushremote", "description")
-        ),
-        *(
-            ("submodule", True, key)
-            for key in ("url", "active", "branch", "ignore", "fetchrecursesubmodules", "shallow")
-        ),
-        ("submodule", False, "active"),
-        ("user", False, "name"),
-        ("user", False, "email"),
-        ("init", False, "defaultbranch"),
-        ("pull", False, "rebase"),
-        ("pull", False, "ff"),
-        ("push", False, "default"),
-        ("push", False, "autosetupremote"),
-        ("fetch", False, "prune"),
-        ("gc", False, "auto"),
-        ("lfs", False, "repositoryformatversion"),
-        ("merge", False, "conflictstyle"),
-        ("rerere", False, "enabled"),
-        ("color", False, "ui"),
-    ]
-)
 
 #: a fact as :mod:`egg_core.execcache` records it: (kind, path, observed value)
 Fact = tuple[Any, ...]
-
-
-@attrs.frozen
-class Layout:
-    """The git metadata reachable from some directories, as the host's git would find it."""
-
-    #: ``.git`` entries found in worktrees (a directory or a gitfile), as spelled
-    dotgits: tuple[str, ...] = ()
-    #: resolved per-worktree git directories (holding HEAD, index, commondir)
-    gitdirs: tuple[str, ...] = ()
-    #: resolved common directories (holding config, hooks, objects)
-    commons: tuple[str, ...] = ()
-    #: every path whose change could change this layout: where ``.git`` was looked for (found
-    #: or not), the indexes read for gitlinks, the ``worktrees/`` directories listed
-    probed: tuple[str, ...] = ()
-    indexes: tuple[str, ...] = ()
-    worktree_lists: tuple[str, ...] = ()
-
-
-def find_layout(starts: Iterable[str]) -> Layout:
-    """The repositories git reaches from ``starts``: for each, the repository enclosing it
-    (found as git does, walking up), its linked worktrees, and its populated submodules,
-    recursively (at most :data:`MAX_NESTING` deep and :data:`MAX_REPOSITORIES` in all)."""
-    found = _Walk()
-    for start in starts:
-        top = _enclosing_worktree(start, found.probed)
-        if top is not None:
-            found.repository(top, 0)
-    return Layout(
-        dotgits=tuple(found.dotgits),
-        gitdirs=tuple(found.gitdirs),
-        commons=tuple(found.commons),
-        probed=tuple(dict.fromkeys(found.probed)),
-        indexes=tuple(found.indexes),
-        worktree_lists=tuple(found.worktree_lists),
-    )
-
-
-def _enclosing_worktree(start: str, probed: list[str]) -> str | None:
-    current = os.path.normpath(start)
-    while True:
-        candidate = os.path.join(current, ".git")
-        probed.append(candidate)
-        if os.path.lexists(candidate):
-            return current
-        parent = os.path.dirname(current)
-        if parent == current:
-            return None
-        current = parent
-
-
-@attrs.define
-class _Walk:
-    dotgits: list[str] = attrs.Factory(list)
-    gitdirs: list[str] = attrs.Factory(list)
-    commons: list[str] = attrs.Factory(list)
-    probed: list[str] = attrs.Factory(list)
-    indexes: list[str] = attrs.Factory(list)
-    worktree_lists: list[str] = attrs.Factory(list)
-
-    def repository(self, worktree: str, nesting: int) -> None:
-        if len(self.gitdirs) >= MAX_REPOSITORIES or nesting > MAX_NESTING:
-            return
-        dotgit = os.path.join(worktree, ".git")
-        gitdir = resolve_dotgit(dotgit)
-        if gitdir is None or gitdir in self.gitdirs:
-            return
-        self.dotgits.append(dotgit)
-        self.gitdirs.append(gitdir)
-        common = common_dir(gitdir)
-        if common not in self.commons:
-            self.commons.append(common)
-            listing = os.path.join(common, "worktrees")
-            self.worktree_lists.append(listing)
-            for linked in _subdirectories(listing):
-                if linked not in self.gitdirs and len(self.gitdirs) < MAX_REPOSITORIES:
-                    self.gitdirs.append(linked)
-        index = os.path.join(gitdir, "index")
-        self.indexes.append(index)
-        for link in gitlinks(index, hash_bytes(common)):
-            sub = os.path.normpath(os.path.join(worktree, link))
-            if not pathrules.under(sub, worktree) or sub == worktree:
-                continue  # an index entry with ".." in it: not a path git would follow
-            self.probed.append(os.path.join(sub, ".git"))
-            if os.path.lexists(os.path.join(sub, ".git")):
-                self.repository(sub, nesting + 1)
-
-
-def resolve_dotgit(dotgit: str) -> str | None:
-    """The git directory a ``.git`` entry stands for: itself (resolved) when it is a directory,
-    the ``gitdir:`` it names when it is a file; None when it is neither."""
-    try:
-        st = os.stat(dotgit)
-    except OSError:
-        return None
-    if stat.S_ISDIR(st.st_mode):
-        return os.path.realpath(dotgit)
-    if not stat.S_ISREG(st.st_mode):
-        return None
-    text = _read_pointer(dotgit)
-    if text is None or not text.startswith("gitdir:"):
-        return None
-    target = os.path.join(os.path.dirname(dotgit), text[len("gitdir:") :].strip())
-    real = os.path.realpath(target)
-    return real if os.path.isdir(real) else None
-
-
-def common_dir(gitdir: str) -> str:
-    """Where a git directory's shared half lives: what its ``commondir`` says, else itself."""
-    pointer = os.path.join(gitdir, "commondir")
-    text = _read_pointer(pointer) if os.path.isfile(pointer) else None
-    if not text:
-        return gitdir
-    real = os.path.realpath(os.path.join(gitdir, text.strip()))
-    return real if os.path.isdir(real) else gitdir
-
-
-def _read_pointer(path: str) -> str | None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        data = os.read(fd, MAX_POINTER_BYTES + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_POINTER_BYTES:
-        return None
-    return data.decode("utf-8", "surrogateescape").strip("\r\n")
-
-
-def _subdirectories(path: str) -> list[str]:
-    try:
-        with os.scandir(path) as entries:
-            return sorted(
-                os.path.realpath(entry.path)
-                for entry in entries
-                if entry.is_dir(follow_symlinks=False)
-            )
-    except OSError:
-        return []
-
-
-def _config_mentions(common: str, pattern: str) -> bool:
-    try:
-        with open(os.path.join(common, "config"), "rb") as handle:
-            text = handle.read(1 << 20).decode("utf-8", "replace")
-    except OSError:
-        return False
-    return re.search(pattern, text, re.IGNORECASE) is not None
-
-
-def hash_bytes(common: str) -> int:
-    """20 for a SHA-1 repository, 32 for a SHA-256 one (``extensions.objectFormat``)."""
-    return 32 if _config_mentions(common, r"objectformat\s*=\s*sha256") else 20
 
 
 # --- during the run: protections ---------------------------------------------------------------
@@ -348,7 +95,7 @@ def protections(layout: Layout, writable: Writable) -> list[FsEntry]:
             "redirects where git reads configuration and hooks",
             COMMONDIR_SEED,
         )
-        wants_worktree_config = _config_mentions(common_dir(gitdir), r"worktreeconfig")
+        wants_worktree_config = config_mentions(common_dir(gitdir), r"worktreeconfig")
         protect(
             os.path.join(gitdir, "config.worktree"),
             "per-worktree configuration",
@@ -445,7 +192,7 @@ def audit(state: dict[str, Any], egg_home: Path, git: str | None = None) -> list
             if os.path.basename(os.path.dirname(gitdir)) == "worktrees" and owner in known:
                 # a linked worktree of a protected repository: give it back git's own pointer
                 lines.append(quarantine.take(pointer, "it pointed git elsewhere"))
-                _write_exclusive(pointer, b"../..\n")
+                write_new(pointer, b"../..\n")
                 common = owner
             else:
                 lines.append(quarantine.take(pointer, "it pointed git elsewhere"))
@@ -497,143 +244,3 @@ def quarantine_hooks(hooks: str, quarantine: Quarantine) -> list[str]:
             continue
         lines.append(quarantine.take(path, "a hook written in the sandbox"))
     return lines
-
-
-def scrub_config(path: str, quarantine: Quarantine, git: str | None) -> list[str]:
-    """Keep only :data:`SAFE_KEYS` in the configuration file at ``path``; the original goes to
-    the quarantine. Parsed by the host's git itself (``git config --file``: includes off,
-    nothing run), so egg and git cannot disagree on what the file says."""
-    if os.path.islink(path) or not os.path.isfile(path):
-        return [quarantine.take(path, "not a regular configuration file")]
-    entries = read_config(path, git)
-    if entries is None:
-        return [quarantine.take(path, "a configuration git could not be asked to read")]
-    kept = [(key, value) for key, value in entries if safe_key(key)]
-    if len(kept) == len(entries):
-        return []
-    dropped = sorted({key for key, _ in entries if not safe_key(key)})
-    target = quarantine.destination(path)
-    try:
-        original = _read_regular(path)
-        _write_exclusive(str(target), original, 0o600)
-        _replace(path, render_config(kept))
-    except OSError as exc:
-        return [f"git: could not rewrite {path}: {exc.strerror}"]
-    return [
-        f"git: dropped {', '.join(dropped)} from {path}: written in the sandbox, it could run "
-        f"commands on the host (the original is in {target})"
-    ]
-
-
-def read_config(path: str, git: str | None) -> list[tuple[str, str | None]] | None:
-    if git is None:
-        return None
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": "/dev/null",
-        "HOME": "/nonexistent",
-    }
-    try:
-        proc = subprocess.run(
-            [git, "config", "--no-includes", "--file", path, "--list", "-z"],
-            env=env,
-            cwd="/",
-            capture_output=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if proc.returncode != 0:
-        return None
-    entries: list[tuple[str, str | None]] = []
-    for item in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
-        if not item:
-            continue
-        key, newline, value = item.partition("\n")
-        entries.append((key, value if newline else None))
-    return entries
-
-
-def split_key(key: str) -> tuple[str, str | None, str]:
-    """``remote.origin.url`` -> (``remote``, ``origin``, ``url``); the subsection may hold dots."""
-    section, _, rest = key.partition(".")
-    subsection, _, name = rest.rpartition(".")
-    return section.lower(), (subsection or None), name.lower()
-
-
-def safe_key(key: str) -> bool:
-    section, subsection, name = split_key(key)
-    return (section, subsection is not None, name) in SAFE_KEYS
-
-
-def render_config(entries: Sequence[tuple[str, str | None]]) -> bytes:
-    """Write ``entries`` back in git's syntax, every value quoted and escaped."""
-    lines: list[str] = []
-    current: tuple[str, str | None] | None = None
-    for key, value in entries:
-        section, subsection, name = split_key(key)
-        if (section, subsection) != current:
-            current = (section, subsection)
-            if subsection is None:
-                lines.append(f"[{section}]")
-            else:
-                escaped = subsection.replace("\\", "\\\\").replace('"', '\\"')
-                lines.append(f'[{section} "{escaped}"]')
-        if value is None:
-            lines.append(f"\t{name}")
-        elif value and value == value.strip() and not any(c in value for c in '#;"\\\n\t\b'):
-            lines.append(f"\t{name} = {value}")
-        else:
-            text = (
-                value.replace("\\", "\\\\")
-                .replace('"', '\\"')
-                .replace("\n", "\\n")
-                .replace("\t", "\\t")
-                .replace("\b", "\\b")
-            )
-            lines.append(f'\t{name} = "{text}"')
-    return ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape") if lines else b""
-
-
-def _read_regular(path: str) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(21, "not a regular file")
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
-def _write_exclusive(path: str, data: bytes, mode: int = 0o644) -> None:
-    """Create ``path`` (never through a symlink, never over an existing name) holding ``data``."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-    finally:
-        os.close(fd)
-
-
-def _replace(path: str, data: bytes) -> None:
-    """Write a fresh file beside ``path`` and rename it over (a planted name is never opened)."""
-    directory, name = os.path.split(path)
-    for _ in range(16):
-        tmp = os.path.join(directory, f".{name}.egg-{os.urandom(6).hex()}")
-        try:
-            _write_exclusive(tmp, data)
-        except FileExistsError:
-            continue
-        try:
-            os.replace(tmp, path)
-        except OSError:
-            os.unlink(tmp)
-            raise
-        return
-    raise FileExistsError(17, f"no free temporary name next to {path}")

@@ -32,6 +32,7 @@ from typing import Any
 
 from egg_core.policy import SEED_DIRECTORY, FsEntry
 from egg_core.profiles import AgentProfile
+from egg_core.safeio import read_text
 
 #: a settings file bigger than this is not read for paths (none of the agents' are)
 MAX_SETTINGS_BYTES = 1 << 20
@@ -128,7 +129,7 @@ def named_entries(
     entries: dict[str, FsEntry] = {}
     links: list[str] = []
     for source in settings:
-        text = _read_text(source)
+        text = read_text(source, MAX_SETTINGS_BYTES)
         if text is None:
             continue
         for path in named_paths(text, home, cwd):
@@ -150,21 +151,3 @@ def named_entries(
                 if parent not in keep_writable and writable(parent):
                     entries.setdefault(parent, FsEntry("deny-write", parent, reason))
     return list(entries.values()), list(dict.fromkeys(links))
-
-
-def _read_text(path: str) -> str | None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        data = os.read(fd, MAX_SETTINGS_BYTES + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_SETTINGS_BYTES:
-        return None
-    return data.decode("utf-8", "replace")

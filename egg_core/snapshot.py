@@ -34,6 +34,9 @@ import marshal
 import os
 import stat
 
+from egg_core.safeio import read_regular
+from egg_core.safeio import write_new as _write_new
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -396,20 +399,7 @@ def _restore_link(at: str, wanted: str, modes: dict[str, int]) -> list[str]:
 
 
 def _read_file(path: str, dir_fd: int | None = None) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(21, "not a regular file")
-        chunks = []
-        size = 0
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > MAX_SETTINGS_BYTES:
-                raise OSError(27, "larger than a settings file can be")
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+    return read_regular(path, MAX_SETTINGS_BYTES, dir_fd)
 
 
 def _read_at(dir_fd: int, name: str) -> bytes | None:
@@ -417,18 +407,6 @@ def _read_at(dir_fd: int, name: str) -> bytes | None:
         return _read_file(name, dir_fd)
     except OSError:
         return None
-
-
-def _write_new(path: str, data: bytes, mode: int, dir_fd: int | None = None) -> None:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(path, flags, 0o600, dir_fd=dir_fd)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fchmod(fd, mode)
-    finally:
-        os.close(fd)
 
 
 def _why(exc: BaseException) -> str:

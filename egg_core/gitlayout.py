@@ -1,0 +1,174 @@
+"""Where the host's git takes configuration and hooks from, found as git finds it.
+
+Starting from a directory, git walks up to the first ``.git`` — a directory, or a *gitfile*
+naming one (``gitdir: …``) — reads that git directory's ``commondir`` to find the shared half
+(config, hooks, objects) and, for ``git status``, descends into every gitlink of the index whose
+directory is populated. :func:`find_layout` does the same without running git (git would run the
+very configuration the guard does not trust yet), and records every path whose change could
+change the answer.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterable
+
+import attrs
+
+from egg_core import pathrules
+from egg_core.gitindex import gitlinks
+from egg_core.safeio import read_text
+
+#: bounds on the walk through submodules: a sandbox must not make launches slow
+MAX_REPOSITORIES = 128
+MAX_NESTING = 8
+#: a gitfile or commondir longer than this is not a path git wrote
+MAX_POINTER_BYTES = 4096
+
+
+@attrs.frozen
+class Layout:
+    """The git metadata reachable from some directories, as the host's git would find it."""
+
+    #: ``.git`` entries found in worktrees (a directory or a gitfile), as spelled
+    dotgits: tuple[str, ...] = ()
+    #: resolved per-worktree git directories (holding HEAD, index, commondir)
+    gitdirs: tuple[str, ...] = ()
+    #: resolved common directories (holding config, hooks, objects)
+    commons: tuple[str, ...] = ()
+    #: every path whose change could change this layout: where ``.git`` was looked for (found
+    #: or not), the indexes read for gitlinks, the ``worktrees/`` directories listed
+    probed: tuple[str, ...] = ()
+    indexes: tuple[str, ...] = ()
+    worktree_lists: tuple[str, ...] = ()
+
+
+def find_layout(starts: Iterable[str]) -> Layout:
+    """The repositories git reaches from ``starts``: for each, the repository enclosing it
+    (found as git does, walking up), its linked worktrees, and its populated submodules,
+    recursively (at most :data:`MAX_NESTING` deep and :data:`MAX_REPOSITORIES` in all)."""
+    found = _Walk()
+    for start in starts:
+        top = _enclosing_worktree(start, found.probed)
+        if top is not None:
+            found.repository(top, 0)
+    return Layout(
+        dotgits=tuple(found.dotgits),
+        gitdirs=tuple(found.gitdirs),
+        commons=tuple(found.commons),
+        probed=tuple(dict.fromkeys(found.probed)),
+        indexes=tuple(found.indexes),
+        worktree_lists=tuple(found.worktree_lists),
+    )
+
+
+def _enclosing_worktree(start: str, probed: list[str]) -> str | None:
+    current = os.path.normpath(start)
+    while True:
+        candidate = os.path.join(current, ".git")
+        probed.append(candidate)
+        if os.path.lexists(candidate):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+@attrs.define
+class _Walk:
+    dotgits: list[str] = attrs.Factory(list)
+    gitdirs: list[str] = attrs.Factory(list)
+    commons: list[str] = attrs.Factory(list)
+    probed: list[str] = attrs.Factory(list)
+    indexes: list[str] = attrs.Factory(list)
+    worktree_lists: list[str] = attrs.Factory(list)
+
+    def repository(self, worktree: str, nesting: int) -> None:
+        if len(self.gitdirs) >= MAX_REPOSITORIES or nesting > MAX_NESTING:
+            return
+        dotgit = os.path.join(worktree, ".git")
+        gitdir = resolve_dotgit(dotgit)
+        if gitdir is None or gitdir in self.gitdirs:
+            return
+        self.dotgits.append(dotgit)
+        self.gitdirs.append(gitdir)
+        common = common_dir(gitdir)
+        if common not in self.commons:
+            self.commons.append(common)
+            listing = os.path.join(common, "worktrees")
+            self.worktree_lists.append(listing)
+            for linked in _subdirectories(listing):
+                if linked not in self.gitdirs and len(self.gitdirs) < MAX_REPOSITORIES:
+                    self.gitdirs.append(linked)
+        index = os.path.join(gitdir, "index")
+        self.indexes.append(index)
+        for link in gitlinks(index, hash_bytes(common)):
+            sub = os.path.normpath(os.path.join(worktree, link))
+            if not pathrules.under(sub, worktree) or sub == worktree:
+                continue  # an index entry with ".." in it: not a path git would follow
+            self.probed.append(os.path.join(sub, ".git"))
+            if os.path.lexists(os.path.join(sub, ".git")):
+                self.repository(sub, nesting + 1)
+
+
+def resolve_dotgit(dotgit: str) -> str | None:
+    """The git directory a ``.git`` entry stands for: itself (resolved) when it is a directory,
+    the ``gitdir:`` it names when it is a file; None when it is neither."""
+    try:
+        st = os.stat(dotgit)
+    except OSError:
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        return os.path.realpath(dotgit)
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    text = _read_pointer(dotgit)
+    if text is None or not text.startswith("gitdir:"):
+        return None
+    target = os.path.join(os.path.dirname(dotgit), text[len("gitdir:") :].strip())
+    real = os.path.realpath(target)
+    return real if os.path.isdir(real) else None
+
+
+def common_dir(gitdir: str) -> str:
+    """Where a git directory's shared half lives: what its ``commondir`` says, else itself."""
+    pointer = os.path.join(gitdir, "commondir")
+    text = _read_pointer(pointer) if os.path.isfile(pointer) else None
+    if not text:
+        return gitdir
+    real = os.path.realpath(os.path.join(gitdir, text.strip()))
+    return real if os.path.isdir(real) else gitdir
+
+
+def _read_pointer(path: str) -> str | None:
+    text = read_text(path, MAX_POINTER_BYTES, "surrogateescape")
+    return None if text is None else text.strip("\r\n")
+
+
+def _subdirectories(path: str) -> list[str]:
+    try:
+        with os.scandir(path) as entries:
+            return sorted(
+                os.path.realpath(entry.path)
+                for entry in entries
+                if entry.is_dir(follow_symlinks=False)
+            )
+    except OSError:
+        return []
+
+
+def config_mentions(common: str, pattern: str) -> bool:
+    try:
+        with open(os.path.join(common, "config"), "rb") as handle:
+            text = handle.read(1 << 20).decode("utf-8", "replace")
+    except OSError:
+        return False
+    return re.search(pattern, text, re.IGNORECASE) is not None
+
+
+def hash_bytes(common: str) -> int:
+    """20 for a SHA-1 repository, 32 for a SHA-256 one (``extensions.objectFormat``)."""
+    return 32 if config_mentions(common, r"objectformat\s*=\s*sha256") else 20
