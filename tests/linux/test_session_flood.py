@@ -65,3 +65,34 @@ def test_a_connection_flood_leaves_the_session_answering_and_killable(box: Box) 
     assert "SIGKILL" not in killed.stdout + killed.stderr
     log = next((box.egg_home / "sessions").rglob("network.log")).read_text()
     assert "connections open at once" in log
+
+
+def test_a_screen_that_is_slow_to_render_never_stalls_the_session(box: Box) -> None:
+    """About 1 MiB of ``ESC # 8`` took pyte minutes on the daemon's event loop: status, attach
+    and kill all waited. Now the render runs off the loop, within a budget."""
+    flood = "import os, time; os.write(1, b'\\x1b#8' * 350000); time.sleep(60)"
+    started = box.run("run", "--detach", "--", PY, "-I", "-c", flood)
+    assert started.returncode == 0, started.stderr
+    session = started.stdout.strip()
+    try:
+        deadline = time.monotonic() + 30
+        while json.loads(box.run("status", session, "--json").stdout)["bytes"] < 1_000_000:
+            assert time.monotonic() < deadline, "the flood never arrived"
+            time.sleep(0.1)
+        screen = subprocess.Popen(
+            box.command("status", session, "--screen"),
+            env=box.env(),
+            cwd=box.workspace,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(0.3)  # the render has started
+        during = box.run("status", session, "--json", timeout=5)
+        out, err = screen.communicate(timeout=30)
+    finally:
+        box.run("kill", session)
+    assert during.returncode == 0, during.stderr
+    assert screen.returncode == 0, err
+    assert "rendering stopped after" in err
+    assert "E" * 80 in out  # what DECALN fills the screen with
