@@ -354,7 +354,10 @@ def try_run(args: list[str], environ: Mapping[str, str]) -> int | None:
     home = os.path.dirname(os.path.dirname(cache_dir(environ)))
     window = windows.open_window(home, *entry["window"])
     try:
-        return int(runner(entry, env))
+        code = runner(entry, env)
+        # None: the sandbox failed before the command started because the host changed under
+        # the cached launch; the full path prepares it afresh (nothing of the command ran)
+        return None if code is None else int(code)
     finally:
         windows.close_window(home, window)
         git = entry.get("git")

@@ -113,6 +113,19 @@ class Prepared:
     recipe: dict[str, Any] | None = None
     #: the filesystem observations the launch rested on, re-checked before a cached run
     facts: list[tuple[Any, ...]] = attrs.Factory(list)
+    #: when set, the spawned process's own stderr must be a pipe (what it says while setting up
+    #: the sandbox: read back by :func:`egg_core.spawn.setup_errors`) and the real stderr must be
+    #: this descriptor, which the command inside takes as its stderr
+    stderr_fd: int | None = None
+    _retry: Callable[[], bool] | None = None
+
+    def set_retry_check(self, fn: Callable[[], bool]) -> None:
+        """Say whether a launch that failed before its command started may be prepared again
+        and retried (something it rested on changed under it, say a host socket vanished)."""
+        self._retry = fn
+
+    def should_retry(self) -> bool:
+        return self._retry is not None and self._retry()
 
     def set_child_pid_reader(self, fn: Callable[[], int | None]) -> None:
         self._child_pid = fn

@@ -23,6 +23,46 @@ if TYPE_CHECKING:
 
 FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)
 SANDBOX_FAILED = 125
+#: how many times a launch whose sandbox failed before the command started is prepared again,
+#: when the platform says the cause came and went (a host socket removed during set-up)
+MAX_ATTEMPTS = 16
+
+
+class RetryLaunch(Exception):
+    """The sandbox failed before the command started because something changed under it; the
+    caller prepares the launch again (nothing of the command ran)."""
+
+
+def setup_pipe() -> tuple[int, int]:
+    """(read, write) ends for a sandbox's set-up errors (see ``Prepared.stderr_fd``)."""
+    read, write = os.pipe()
+    os.set_blocking(read, False)
+    return read, write
+
+
+def setup_errors(read: int) -> str:
+    """Everything the sandbox wrote on its own stderr (the pipe's read end is closed)."""
+    chunks = []
+    try:
+        while True:
+            try:
+                chunk = os.read(read, 65536)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except OSError:
+        pass
+    finally:
+        os.close(read)
+    return b"".join(chunks).decode(errors="replace")
+
+
+def last_line(text: str) -> str:
+    """The last non-empty line of what a sandbox said (its reason for failing)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
 
 
 def seal_descriptors(keep: Iterable[int]) -> None:
@@ -109,16 +149,17 @@ def report_exit(
     command_code: Callable[[int], int | None],
     exit_reason: Callable[[int], str | None],
     program: str,
+    said: str = "",
 ) -> int:
-    """The command's exit code, telling the user when the sandbox failed or a limit killed it."""
+    """The command's exit code, telling the user when the sandbox failed (with what it
+    ``said``: its own last line) or a limit killed it."""
     code = command_code(returncode)
     if code is None:
-        print(
-            f"egg: error: the sandbox failed before the command started "
-            f"({program} exited {returncode})",
-            file=sys.stderr,
-        )
+        why = last_line(said) or f"{program} exited {returncode}"
+        print(f"egg: error: the sandbox failed before the command started: {why}", file=sys.stderr)
         return SANDBOX_FAILED
+    if said.strip():  # the sandbox warned after the command started: pass it on as it is
+        sys.stderr.write(said)
     reason = exit_reason(code)
     if reason:
         print(f"egg: {reason}", file=sys.stderr)

@@ -51,7 +51,6 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
 def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
     from egg_core import rundirs, snapshot, windows
     from egg_core.launch import audit_after_run, find_command, plan_launch
-    from egg_core.runner import run_foreground
 
     cwd = Path(os.getcwd())
     plan = plan_launch(
@@ -85,18 +84,40 @@ def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
             tty=ns.tty,
             network_log=Path(ns.network_log).absolute() if ns.network_log else None,
         )
-        prepared = plan.selection.platform.prepare(launch)
-        if prepared.recipe is not None:
-            remember(ns, ctx, command, plan, prepared, cwd)
         window = windows.open_window(str(plan.egg_home), *plan.write_window())
         try:
-            return run_foreground(prepared, tty=ns.tty)
+            return _launch(ns, ctx, command, plan, launch, cwd)
         finally:
             windows.close_window(str(plan.egg_home), window)
             for line in audit_after_run(plan):
                 print(f"egg: {line}", file=sys.stderr)
     finally:
         rundirs.finish(str(work_dir), str(plan.egg_home))
+
+
+def _launch(
+    ns: argparse.Namespace, ctx: Context, command: list[str], plan: Any, launch: Any, cwd: Path
+) -> int:
+    """Prepare and run; prepared again (up to MAX_ATTEMPTS) when the sandbox failed before the
+    command started because the host changed under it — a host socket it was to mask vanished
+    between the scan and bwrap's mounts, as happens all the time on a busy host."""
+    from egg_core.runner import run_foreground
+    from egg_core.spawn import MAX_ATTEMPTS, RetryLaunch
+
+    said = ""
+    for attempt in range(MAX_ATTEMPTS):
+        prepared = plan.selection.platform.prepare(launch)
+        if prepared.recipe is not None and attempt == 0:
+            remember(ns, ctx, command, plan, prepared, cwd)
+        try:
+            return run_foreground(prepared, tty=ns.tty)
+        except RetryLaunch as retry:
+            said = str(retry)
+    raise EggError(
+        f"the sandbox failed before the command started, {MAX_ATTEMPTS} times, as host sockets "
+        f"came and went under it: {said.strip().splitlines()[-1] if said.strip() else '?'}",
+        exit_code=SETUP_FAILED,
+    )
 
 
 def remember(

@@ -36,6 +36,7 @@ from egg_core.session.store import (
     read_json,
     update_meta,
 )
+from egg_core.spawn import MAX_ATTEMPTS, last_line
 
 HIGH_WATER = 4 * 1024 * 1024  # a client this far behind stops getting live output
 LOW_WATER = 256 * 1024  # ... and is repainted once it has drained to here
@@ -119,6 +120,10 @@ class Daemon:
         self.render_lock = asyncio.Lock()
         #: the write window of the sandbox (egg_core.windows), closed when it has ended
         self.window: str | None = None
+        self.launch: Any = None
+        #: the read end of the sandbox's own stderr (see spawn), and how often it was prepared
+        self.setup_read: int | None = None
+        self.attempts = 1
         self.tasks: set[asyncio.Task[None]] = set()
 
     # -- start-up ------------------------------------------------------------------------------
@@ -158,6 +163,7 @@ class Daemon:
             extra_env=self.browser_env(plan),
         )
         platform = plan.selection.platform
+        self.launch = launch
         self.prepared = platform.prepare(launch)
         if spec.trace or plan.policy.trace:
             self.trace(self.prepared)
@@ -228,27 +234,47 @@ class Daemon:
     def spawn(self) -> None:
         import ptyprocess
 
+        from egg_core import windows
+        from egg_core.spawn import setup_pipe
+
         prepared = self.prepared
         ignored = tuple(prepared.ignore_signals)
+        # the sandbox's own stderr is a pipe (its reason if set-up fails goes to egg.log, not
+        # the screen); the command gets the terminal back at prepared.stderr_fd
+        pipe = setup_pipe() if prepared.stderr_fd is not None else None
+        inner = prepared.stderr_fd
+        if pipe is not None and pipe[1] == inner:
+            moved = os.dup(pipe[1])
+            os.close(pipe[1])
+            pipe = (pipe[0], moved)
+        # ptyprocess closes every descriptor but these before it runs preexec
+        keep = (*prepared.pass_fds, *((pipe[1],) if pipe is not None else ()))
 
         def preexec() -> None:
             for sig in ignored:
                 signal.signal(sig, signal.SIG_IGN)
+            if pipe is not None and inner is not None:
+                os.dup2(2, inner)  # the terminal, for the command
+                os.dup2(pipe[1], 2)
             if prepared.preexec_fn is not None:
                 prepared.preexec_fn()
 
         prepared.starting()
-        from egg_core import windows
-
-        self.window = windows.open_window(str(self.plan.egg_home), *self.plan.write_window())
-        self.proc = ptyprocess.PtyProcess.spawn(
-            prepared.argv,
-            cwd=str(prepared.cwd),
-            env=prepared.env,
-            dimensions=(self.rows, self.cols),
-            pass_fds=prepared.pass_fds,
-            preexec_fn=preexec,
-        )
+        if self.window is None:
+            self.window = windows.open_window(str(self.plan.egg_home), *self.plan.write_window())
+        try:
+            self.proc = ptyprocess.PtyProcess.spawn(
+                prepared.argv,
+                cwd=str(prepared.cwd),
+                env=prepared.env,
+                dimensions=(self.rows, self.cols),
+                pass_fds=keep,
+                preexec_fn=preexec,
+            )
+        finally:
+            if pipe is not None:
+                os.close(pipe[1])
+        self.setup_read = pipe[0] if pipe is not None else None
         prepared.spawned()
         self.child_pid = prepared.child_pid() or self.proc.pid
 
@@ -351,15 +377,52 @@ class Daemon:
             return
         returncode = os.waitstatus_to_exitcode(status)
         code = self.prepared.command_exit_code(returncode)
+        said = self.setup_said()
+        if code is None and self.attempts < MAX_ATTEMPTS and self.prepared.should_retry():
+            log(self.paths, f"set-up failed as the host changed under it, retrying: {said}")
+            self.respawn()
+            return
         if code is None:
             code = 125
-            self.exit_reason = "the sandbox failed before the command started (see egg.log)"
+            why = last_line(said) or f"{self.prepared.argv[0]} exited {returncode}"
+            log(self.paths, f"the sandbox failed before the command started: {why}")
+            self.exit_reason = (
+                f"the sandbox failed before the command started: {why} (log: {self.paths.log})"
+            )
         else:
+            if said.strip():
+                log(self.paths, f"the sandbox said: {said.strip()}")
             # a limit that killed it says so; otherwise keep why egg ended it (idle, egg kill)
             self.exit_reason = self.prepared.exit_reason(code) or self.exit_reason
         self.exit_code = code
         self.drain_pty()
         self.done.set()
+
+    def setup_said(self) -> str:
+        """What the sandbox wrote on its own stderr (see :meth:`spawn`), once."""
+        from egg_core.spawn import setup_errors
+
+        if self.setup_read is None:
+            return ""
+        read, self.setup_read = self.setup_read, None
+        return setup_errors(read)
+
+    def respawn(self) -> None:
+        """Prepare the launch again and start it: its set-up failed because the host changed
+        under it (a host socket it was to mask vanished). Nothing of the command has run."""
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(Exception):
+            loop.remove_reader(self.proc.fd)
+        with contextlib.suppress(Exception):
+            self.proc.close(force=True)
+        self.prepared.cleanup()
+        self.attempts += 1
+        self.prepared = self.plan.selection.platform.prepare(self.launch)
+        if self.spec.trace or self.plan.policy.trace:
+            self.trace(self.prepared)
+        self.spawn()
+        os.set_blocking(self.proc.fd, False)
+        loop.add_reader(self.proc.fd, self.on_pty_readable)
 
     def drain_pty(self) -> None:
         while True:

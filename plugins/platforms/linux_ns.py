@@ -51,6 +51,19 @@ BRIDGE = Path(bw.__file__).with_name("bridge.py")
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 
 
+#: where the spawner puts the real stderr for the command (bwrap's own is a pipe); a single
+#: digit, as the shell's redirections need, and never one of the descriptors bwrap is told about
+#: (see :func:`egg_plugins.platforms.linux.fastrun.away_from`)
+COMMAND_STDERR_FD = fastrun.COMMAND_STDERR_FD
+#: run inside the sandbox first: the command's stderr back in place, then the command
+STDERR_SHIM = (
+    "/bin/sh",
+    "-c",
+    f'exec 2>&{COMMAND_STDERR_FD} {COMMAND_STDERR_FD}>&-; exec "$@"',
+    "egg-stderr",
+)
+
+
 def lock_dir(egg_home: Path) -> Path:
     """Where runs hold their locks on shared placeholders (hidden from every sandbox)."""
     return egg_home / "run" / "locks"
@@ -160,7 +173,9 @@ class LinuxNamespaces(Platform):
     def _argv(self, launch: Launch, listens: list[str]) -> list[str]:
         # bwrap's monitor is spawned with SIGINT/SIGQUIT ignored so that Ctrl-C reaches only the
         # command; ``env --default-signal`` gives the command back the default dispositions.
-        argv = ["env", "--default-signal=INT,QUIT", "--", *launch.argv]
+        # bwrap's own stderr is a pipe egg reads (its reason when set-up fails); the command
+        # gets the real one back from COMMAND_STDERR_FD, where the spawner put it.
+        argv = [*STDERR_SHIM, "env", "--default-signal=INT,QUIT", "--", *launch.argv]
         if not listens:
             return argv
         # The bridge is copied next to the sockets (prepare) and runs with the interpreter's real
@@ -236,9 +251,10 @@ class LinuxNamespaces(Platform):
             empty = bw.empty_file(launch.egg_home / "run")
         except OSError:
             empty = bw.empty_file(launch.work_dir)
-        seccomp_fd = sc.open_bpf_fd(cache)
+        seccomp_fd = fastrun.away_from(sc.open_bpf_fd(cache), COMMAND_STDERR_FD)
         prepared.add_cleanup(_closer(seccomp_fd))
         status_read, status_write = os.pipe()
+        status_write = fastrun.away_from(status_write, COMMAND_STDERR_FD)
         os.set_inheritable(status_write, True)
         # Closed after the spawn and again (harmlessly) at cleanup: the closer closes once, so a
         # later close can never hit whatever reused the number (the event loop's epoll fd).
@@ -266,7 +282,8 @@ class LinuxNamespaces(Platform):
         placeholders = bw.placeholder_paths(policy)
         visited: list[str] = []
         bound: list[bw.BoundRecord] = []
-        args = bw.build_args(policy, request, bwrap, visited, bound)
+        volatile: list[str] = []
+        args = bw.build_args(policy, request, bwrap, visited, bound, volatile)
         prefix = self._prefix(policy)
         uses_cgroups = policy.memory_bytes is not None or policy.max_pids is not None
         if uses_cgroups:
@@ -296,6 +313,15 @@ class LinuxNamespaces(Platform):
             prepared.notes.append(f"process limit: {policy.max_pids}")
         prepared.argv = prefix + args
         prepared.pass_fds = (seccomp_fd, status_write)
+        prepared.stderr_fd = COMMAND_STDERR_FD
+        # A host socket (or its directory) removed between the scan and bwrap's mounts must not
+        # fail the launch: masks for what is gone are dropped right before each spawn, and a
+        # launch that failed anyway while one of them vanished is prepared again.
+        gone = frozenset(volatile)
+        prepared.add_start_hook(
+            lambda: setattr(prepared, "argv", fastrun.drop_vanished(prepared.argv, gone))
+        )
+        prepared.set_retry_check(lambda: any(not os.path.lexists(p) for p in gone))
         prepared.ignore_signals = (signal.SIGINT, signal.SIGQUIT)
         status = StatusReader(status_read)
         prepared.add_cleanup(status.close)
@@ -303,7 +329,15 @@ class LinuxNamespaces(Platform):
         prepared.set_child_pid_reader(status.child_pid)
         if not sockets and not uses_cgroups:
             self._offer_recipe(
-                launch, prepared, bwrap, seccomp_fd, status_write, placeholders, visited, bound
+                launch,
+                prepared,
+                bwrap,
+                seccomp_fd,
+                status_write,
+                placeholders,
+                visited,
+                bound,
+                volatile,
             )
         # Planted right before the spawn (bwrap binds each onto itself, so it must exist then),
         # not before: what egg exec caches must see the host without them.
@@ -325,6 +359,7 @@ class LinuxNamespaces(Platform):
         placeholders: list[tuple[str, str]],
         visited: list[str],
         bound: list[bw.BoundRecord],
+        volatile: list[str],
     ) -> None:
         """Describe this launch for egg exec's cache, with every fact the decision rested on."""
         from egg_core import execcache as ec
@@ -372,6 +407,8 @@ class LinuxNamespaces(Platform):
             "tty": launch.tty,
             "placeholders": [list(pair) for pair in placeholders],
             "lock_dir": str(lock_dir(launch.egg_home)),
+            "volatile": sorted(set(volatile)),
+            "stderr_fd": COMMAND_STDERR_FD,
             "exit_reasons": reasons,
         }
         prepared.facts = facts

@@ -53,6 +53,10 @@ MAX_SOCKET_MASKS = 1000
 BWRAP_MAX_ARGS = 9000
 #: sockets found only by the directory scans (other network namespaces, or dead) masked at most
 MAX_SCANNED_MASKS = 200
+#: the sources of the entries pinned_entries adds (the socket ones are volatile: build_args)
+PROTECTED_PIN = "egg: keeps a protected path in place"
+SOCKET_PIN = "egg: keeps a masked host socket in place"
+SOCKET_GUARD = "egg: holds a symlink to a host socket"
 
 #: what the table's socket masks of one launch rested on: the arguments of
 #: ``unix_sockets.visible_sockets`` (decisions, uid, gids), what it returned, and the bound
@@ -101,11 +105,16 @@ def build_args(
     bwrap: str = "bwrap",
     visited: list[str] | None = None,
     bound: list[BoundRecord] | None = None,
+    volatile: list[str] | None = None,
 ) -> list[str]:
     """The full ``bwrap ... -- argv`` command line for ``policy``.
 
     ``visited`` collects every directory whose listing the decision depended on (socket scans),
-    and ``bound`` what the kernel's socket table said, for the exec cache's facts.
+    and ``bound`` what the kernel's socket table said, for the exec cache's facts. ``volatile``
+    collects the mount destinations that exist only because a host socket does — the masks, and
+    the directories pinned or guarded around them: other programs remove those at any time, and
+    one gone between this scan and bwrap's mounts must not fail the launch (see
+    :func:`drop_vanished`).
     """
     args = [
         bwrap,
@@ -135,7 +144,7 @@ def build_args(
     # a socket an rw: or ro: rule names exactly is how a user lets the sandbox reach one
     named = {real for real, mode in _ruled(policy) if mode in ("rw", "ro")}
     sockets, guards, table = table_sockets(decisions, seen, named, bound)
-    mounts, scanned, remount = _mounts(policy, request, guards, visited, sockets, seen)
+    mounts, scanned, remount = _mounts(policy, request, guards, visited, sockets, seen, volatile)
     final_decisions = mount_decisions(mounts, request.empty_file, [])
     remount = [p for p in dict.fromkeys(remount) if not _covered_after(final_decisions, p)]
     # A scan finds sockets of other network namespaces, and dead ones a sandbox left behind:
@@ -161,6 +170,8 @@ def build_args(
     args += mounts
     for sock in masks:
         args += ["--ro-bind", request.empty_file, sock]
+    if volatile is not None:
+        volatile += masks
     for path in remount:
         args += ["--remount-ro", path]
     args += ["--chdir", policy.cwd]
@@ -190,6 +201,7 @@ def _mounts(
     visited: list[str] | None = None,
     sockets: Sequence[str] = (),
     seen: unix_sockets.Judge | None = None,
+    volatile: list[str] | None = None,
 ) -> tuple[list[str], list[str], list[str]]:
     """The mount arguments in the order bwrap makes them, the sockets the directory scans found
     (masked by the caller, after everything), and the directories to remount read-only.
@@ -231,6 +243,8 @@ def _mounts(
     untrusted = untrusted_rules(policy)
     ruled = _ruled(policy)
     entries = pinned_entries(policy, guards, sockets, seen)
+    if volatile is not None:
+        volatile += [e.path for e in entries if e.source in (SOCKET_PIN, SOCKET_GUARD)]
     for order, entry in enumerate(entries):
         if entry.path in placeholders:
             block = ["--ro-bind", entry.path, entry.path]
@@ -463,7 +477,7 @@ def pinned_entries(
     starts += [os.path.dirname(guard) for guard in guards]
     added: dict[str, FsEntry] = {}
 
-    def pin(start: str, writable: Callable[[str], bool]) -> None:
+    def pin(start: str, writable: Callable[[str], bool], why: str = PROTECTED_PIN) -> None:
         parent = start
         while parent != "/":
             if (
@@ -472,7 +486,7 @@ def pinned_entries(
                 and os.path.isdir(parent)
                 and writable(parent)
             ):
-                added[parent] = FsEntry("rw", parent, "egg: keeps a protected path in place")
+                added[parent] = FsEntry("rw", parent, why)
             parent = os.path.dirname(parent)
 
     for start in starts:
@@ -480,11 +494,11 @@ def pinned_entries(
     if seen is not None:
         mount_points |= {root for root, _, _ in seen.rules}
         for sock in sockets:
-            pin(os.path.dirname(sock), lambda path: seen.state(path) == "rw")
+            pin(os.path.dirname(sock), lambda path: seen.state(path) == "rw", SOCKET_PIN)
     for guard in guards:
         added[guard] = FsEntry("ro", guard, "egg: holds a symlink to a protected path")
     for guard in socket_guards:
-        added[guard] = FsEntry("ro", guard, "egg: holds a symlink to a host socket")
+        added[guard] = FsEntry("ro", guard, SOCKET_GUARD)
     return [*policy.fs, *sorted(added.values(), key=lambda e: e.path.count("/"))]
 
 
@@ -514,6 +528,11 @@ def _entry_args(
     real = fact.real
     if entry.mode in ("rw", "ro", "deny-write", "rw-prefix"):
         flag = "--bind" if entry.mode in ("rw", "rw-prefix") else "--ro-bind"
+        if entry.source in (SOCKET_PIN, SOCKET_GUARD):
+            # held only because a host socket is in it, which other programs remove at any
+            # time: a directory gone by the time bwrap mounts needs no holding (and --bind
+            # would abort the launch on its missing source)
+            flag += "-try"
         result = [flag, real, real]
         exposed = [real] if fact.kind == "dir" else []
         if entry.mode == "rw-prefix":

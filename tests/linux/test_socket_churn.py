@@ -1,0 +1,137 @@
+"""Launches on a busy host: unix sockets come and go between egg's scan and bwrap's mounts.
+
+A program binds a socket every 10 ms — in directories that come and go and in one that stays,
+under the workspace, under ``$HOME`` and outside both — and removes each 50 ms later, while 100
+launches run (``egg exec`` with the exec cache on and off, and ``egg run``). Every launch must
+succeed, and no socket that existed for the whole of a launch may be reachable from inside it
+(one bound while the sandbox runs is the documented limit).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+from tests.linux.conftest import PY, Box
+
+CHURN = r"""
+import json, os, socket, sys, time
+roots = sys.argv[1:-1]
+log = open(sys.argv[-1], "w", buffering=1)
+live = []  # (removal time, path, sock, dir to remove or None)
+n = 0
+while True:
+    now = time.time()
+    for item in [i for i in live if i[0] <= now]:
+        _, path, sock, gone = item
+        sock.close()
+        try:
+            os.unlink(path)
+            if gone:
+                os.rmdir(os.path.dirname(path)); os.rmdir(gone)
+        except OSError:
+            pass
+        log.write(json.dumps({"path": path, "removed": time.time()}) + "\n")
+        live.remove(item)
+    root = roots[n % len(roots)]
+    if n % 2:  # a directory that comes and goes with its socket
+        gone = os.path.join(root, f"c{n}")
+        os.makedirs(os.path.join(gone, "sub"))
+        path = os.path.join(gone, "sub", f"x{n}.sock")
+    else:  # a directory that stays
+        gone = None
+        os.makedirs(os.path.join(root, "persist"), exist_ok=True)
+        path = os.path.join(root, "persist", f"x{n}.sock")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(path)
+    sock.listen(64)
+    log.write(json.dumps({"path": path, "created": time.time()}) + "\n")
+    live.append((time.time() + 0.05, path, sock, gone))
+    n += 1
+    time.sleep(0.01)
+"""
+
+#: inside: connect to every socket the churn roots hold, report the ones that answered
+PROBE = r"""
+import json, os, socket, sys
+reached = []
+for root in sys.argv[1:]:
+    for directory, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(directory, name)
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(0.2)
+            try:
+                s.connect(path)
+                reached.append(path)
+            except OSError:
+                pass
+            finally:
+                s.close()
+print(json.dumps({"reached": reached}))
+"""
+
+
+def test_launches_never_fail_and_never_reach_a_socket_that_outlived_them(box: Box) -> None:
+    outside = box.mkdir(box.root / "outside")  # neither in the workspace nor in $HOME
+    roots = [box.workspace / "churn", box.home / "churn", outside / "churn"]
+    for root in roots:
+        box.mkdir(root)
+    log = box.home / "churn.log"
+    churn = subprocess.Popen(
+        box.identity.wrap([PY, "-I", "-c", CHURN, *map(str, roots), str(log)]),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    probe = [PY, "-I", "-c", PROBE, *map(str, roots)]
+    launches = []
+    try:
+        time.sleep(0.3)
+        for i in range(100):
+            kind = ("exec cached", "exec uncached", "run")[i % 3]
+            env = {"EGG_EXEC_CACHE": "0" if kind == "exec uncached" else "1"}
+            started = time.time()
+            if kind == "run":
+                result = box.run("run", "--", *probe, env=env)
+            else:
+                result = box.exec(*probe, env=env)
+            launches.append((kind, started, time.time(), result))
+    finally:
+        churn.terminate()
+        churn.wait(10)
+    assert churn.returncode is not None
+
+    failures = [(kind, r.returncode, r.stderr[-300:]) for kind, _, _, r in launches if r.returncode]
+    assert failures == [], f"{len(failures)} of {len(launches)} launches failed: {failures[:3]}"
+    lifetimes: dict[str, dict[str, float]] = {}
+    for line in log.read_text().splitlines():
+        record = json.loads(line)
+        lifetimes.setdefault(record["path"], {}).update(record)
+    reached_across = []
+    for kind, started, ended, result in launches:
+        line = next(x for x in result.stdout.splitlines() if '{"reached"' in x)
+        for path in json.loads(line[line.index("{") :])["reached"]:
+            life = lifetimes.get(path, {})
+            if life.get("created", 1e18) < started and life.get("removed", 1e18) > ended:
+                reached_across.append((kind, path))
+    assert reached_across == [], f"sockets that outlived a launch were reachable: {reached_across}"
+    assert sum(1 for _ in Path(log).read_text().splitlines()) > 200  # the churn really ran
+
+
+def test_a_launch_that_fails_before_its_command_says_why_in_one_line(box: Box) -> None:
+    """bwrap's own reason is part of egg's one line; egg run also names its log, which has it."""
+    box.config({"resources": {"max_fds": 5}})  # bwrap itself cannot start with so few
+
+    ran = box.exec("true")
+    session = box.run("run", "--", "true")
+
+    assert ran.returncode == 125
+    assert ran.stderr.count("\n") == 1
+    assert "the sandbox failed before the command started: bwrap: " in ran.stderr
+    assert session.returncode == 125
+    line = next(x for x in session.stderr.splitlines() if "failed before" in x)
+    assert "bwrap: " in line
+    log = Path(line.split("(log: ", 1)[1].rstrip(")"))
+    assert "bwrap: " in log.read_text()
