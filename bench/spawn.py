@@ -5,6 +5,11 @@ Baseline: ``bwrap --ro-bind / / --dev /dev --proc /proc --unshare-all --die-with
 first call) and with the cache off (``EGG_EXEC_CACHE=0``: every call resolves config, plugins and
 policy). Target: at most 8x raw bwrap.
 
+Then the same with 0, 50 and 500 live host sockets in the workspace (bound and listening by this
+script): each is one mask egg must mount, so the launch cost grows with them. The "bwrap with
+the masks" row runs raw bwrap with one ``--ro-bind`` per socket, to show how much of the growth
+is bwrap's own mounting.
+
 Run from a clean clone after ./scripts/setup:  .venv/bin/python bench/spawn.py [--write]
 """
 
@@ -13,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -81,6 +87,7 @@ def main() -> None:
             cached.append(once(command, env, work))
             if len(uncached) < max(10, args.runs // 3):
                 uncached.append(once(command, cold, work))
+        socket_rows = _with_sockets(egg, env, cold, work, args.runs)
     r, c, u = (statistics.median(x) for x in (raw, cached, uncached))
     body = (
         f"Machine: {machine()}. Interleaved runs, medians ({len(raw)} / {len(cached)} / "
@@ -91,11 +98,47 @@ def main() -> None:
         f"| egg exec -- /bin/true, EGG_EXEC_CACHE=0 (full resolution) | {u * 1000:.1f} ms | "
         f"{u / r:.1f}x |\n\n"
         f"Target: at most 8x raw bwrap — {'met' if c / r <= 8 else 'NOT met'} for repeated calls; "
-        f"a first call (or any call after a change) pays the full resolution."
+        f"a first call (or any call after a change) pays the full resolution.\n\n"
+        "With live host sockets in the workspace (each one a mask; medians, ms):\n\n"
+        "| live sockets | bwrap with the masks | egg exec (cache) | egg exec (no cache) |\n"
+        "|---|---|---|---|\n" + socket_rows
     )
     print(body)
     if args.write:
         write_section("Spawn: egg exec vs raw bwrap", body)
+
+
+def _with_sockets(egg: str, env: dict[str, str], cold: dict[str, str], work: str, runs: int) -> str:
+    """Rows for 0, 50 and 500 listening sockets in the workspace."""
+    rows = []
+    empty = os.path.join(env["HOME"], "empty")
+    open(empty, "w").close()
+    command = [egg, "exec", "--", "/bin/true"]
+    for count in (0, 50, 500):
+        directory = os.path.join(work, f"sockets-{count}")
+        os.mkdir(directory)
+        held = []
+        for i in range(count):
+            sock = socket.socket(socket.AF_UNIX)
+            sock.bind(os.path.join(directory, f"s{i}.sock"))
+            sock.listen(1)
+            held.append(sock)
+        masks = [a for i in range(count) for a in ("--ro-bind", empty, f"{directory}/s{i}.sock")]
+        raw = RAW[:-1] + masks + RAW[-1:]
+        for _ in range(2):
+            once(raw, env, work)
+            once(command, env, work)
+        samples: dict[str, list[float]] = {"raw": [], "cached": [], "cold": []}
+        for _ in range(max(10, runs // 3)):
+            samples["raw"].append(once(raw, env, work))
+            samples["cached"].append(once(command, env, work))
+            samples["cold"].append(once(command, cold, work))
+        for sock in held:
+            sock.close()
+        shutil.rmtree(directory)
+        m = {k: statistics.median(v) * 1000 for k, v in samples.items()}
+        rows.append(f"| {count} | {m['raw']:.1f} | {m['cached']:.1f} | {m['cold']:.1f} |\n")
+    return "".join(rows)
 
 
 if __name__ == "__main__":

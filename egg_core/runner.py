@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from typing import Any
 
 from egg_core.errors import EggError
 from egg_core.sandbox import Prepared
@@ -12,11 +13,45 @@ from egg_core.spawn import (
     SANDBOX_FAILED,
     RetryLaunch,
     report_exit,
+    seal_descriptors,
     setup_errors,
     setup_pipe,
     spawn_ignoring,
     supervise,
 )
+
+
+def popen_sandbox(prepared: Prepared, **kwargs: Any) -> subprocess.Popen[bytes]:
+    """Start ``prepared`` with exactly its descriptors: ``pass_fds``, and — when the platform
+    asks for it (``stderr_fd``) — the caller's stderr at that number, while the process's own
+    stderr is what ``kwargs`` says. Everything else is closed at exec (threat L). The descriptor
+    juggling happens in the child only: the caller's own descriptor table is left as it was."""
+    keep = set(prepared.pass_fds)
+    inner = prepared.stderr_fd
+    real = os.dup(2) if inner is not None else None
+
+    def child() -> None:
+        if real is not None and inner is not None:
+            os.dup2(real, inner)
+            keep.add(inner)
+        for fd in keep:
+            os.set_inheritable(fd, True)
+        seal_descriptors(keep)
+        if prepared.preexec_fn is not None:
+            prepared.preexec_fn()
+
+    try:
+        return subprocess.Popen(
+            prepared.argv,
+            env=prepared.env,
+            cwd=prepared.cwd,
+            close_fds=False,  # seal_descriptors in the child does it, keeping ``inner``
+            preexec_fn=child,
+            **kwargs,
+        )
+    finally:
+        if real is not None:
+            os.close(real)
 
 
 def run_foreground(prepared: Prepared, *, tty: bool) -> int:
@@ -29,23 +64,10 @@ def run_foreground(prepared: Prepared, *, tty: bool) -> int:
     with prepared:
         procs: list[subprocess.Popen[bytes]] = []
         pipe = setup_pipe() if prepared.stderr_fd is not None else None
-        extra: tuple[int, ...] = ()
-        if pipe is not None and prepared.stderr_fd is not None:
-            # the real stderr at the number the command inside takes it from (Popen keeps only
-            # descriptors that exist when it starts)
-            os.dup2(2, prepared.stderr_fd)
-            extra = (prepared.stderr_fd,)
 
         def start() -> int:
             try:
-                proc = subprocess.Popen(
-                    prepared.argv,
-                    env=prepared.env,
-                    cwd=prepared.cwd,
-                    pass_fds=(*prepared.pass_fds, *extra),
-                    stderr=pipe[1] if pipe is not None else None,
-                    preexec_fn=prepared.preexec_fn,
-                )
+                proc = popen_sandbox(prepared, stderr=pipe[1] if pipe is not None else None)
             except OSError as exc:
                 raise EggError(
                     f"cannot start the sandbox ({prepared.argv[0]}): {exc.strerror}",
@@ -60,8 +82,6 @@ def run_foreground(prepared: Prepared, *, tty: bool) -> int:
         finally:
             if pipe is not None:
                 os.close(pipe[1])
-                for fd in extra:
-                    os.close(fd)
                 if not procs:
                     os.close(pipe[0])
         prepared.spawned()

@@ -19,6 +19,7 @@ from egg_core.env import SESSION_MARKERS
 from egg_core.errors import EnforcementError
 from egg_core.plugins import EggPluginManager
 from egg_core.profiles import AgentProfile
+from egg_core.runner import popen_sandbox
 from egg_core.sandbox import CAPABILITIES, Availability, Launch, Platform
 
 SECRET = "egg-contract-secret-value-3f9a"
@@ -241,12 +242,12 @@ class PlatformContract(_PluginContract):
             try:
                 assert not any(SECRET in a for a in prepared.argv), "secret on the command line"
                 prepared.starting()
-                proc = subprocess.Popen(
-                    prepared.argv,
-                    env=prepared.env,
-                    cwd=prepared.cwd,
-                    pass_fds=prepared.pass_fds,
+                # the platform's own stderr may be asked to be a pipe (here: dropped), with the
+                # command's put at stderr_fd: egg's own spawner does both
+                proc = popen_sandbox(
+                    prepared,
                     stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL if prepared.stderr_fd is not None else None,
                     stdin=subprocess.DEVNULL,
                 )
                 prepared.spawned()
