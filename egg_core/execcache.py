@@ -54,10 +54,9 @@ def _sha256_hex(data: bytes) -> str:
 
 
 def cache_dir(environ: Mapping[str, str]) -> str:
-    home = environ.get("EGG_HOME")
-    if home:
-        return os.path.join(os.path.abspath(os.path.expanduser(home)), "cache", "exec")
-    return os.path.join(environ.get("HOME") or os.path.expanduser("~"), ".egg", "cache", "exec")
+    from egg_core.rundirs import egg_home_of
+
+    return os.path.join(egg_home_of(environ), "cache", "exec")
 
 
 def cache_key(args: list[str], environ: Mapping[str, str], cwd: str) -> str:
@@ -290,7 +289,7 @@ def live_sessions_need_recovery(environ: Mapping[str, str]) -> bool:
     full path (which says so)."""
     from egg_core import rundirs
 
-    home = os.path.dirname(os.path.dirname(cache_dir(environ)))
+    home = rundirs.egg_home_of(environ)
     if rundirs.orphans(home):
         return True
     live = os.path.join(home, "sessions", ".live")
@@ -338,7 +337,9 @@ def lookup(args: list[str], environ: Mapping[str, str]) -> dict[str, Any] | None
 
 
 def try_run(args: list[str], environ: Mapping[str, str]) -> int | None:
-    """Run ``egg ARGS`` (an ``egg exec``) from the cache; None on a miss, before anything ran."""
+    """Run ``egg ARGS`` (an ``egg exec``) from the cache; None on a miss, before anything ran,
+    or when the cached launch's set-up failed as the host changed under it (the full path then
+    prepares it afresh; nothing of the command ran)."""
     entry = lookup(args, environ)
     if entry is None:
         return None
@@ -348,44 +349,40 @@ def try_run(args: list[str], environ: Mapping[str, str]) -> int | None:
     runner = getattr(importlib.import_module(module_name), function)
     env = {name: environ[name] for name in entry["env_copy"] if name in environ}
     env.update(entry["env_set"])
-    run_dir = _snapshot_settings(entry.get("settings"), environ)
-    from egg_core import windows
+    from egg_core import rundirs, windows
 
-    home = os.path.dirname(os.path.dirname(cache_dir(environ)))
+    home = rundirs.egg_home_of(environ)
+    run_dir = _snapshot_settings(entry.get("settings"), home)
     window = windows.open_window(home, *entry["window"])
     try:
         code = runner(entry, env)
-        # None: the sandbox failed before the command started because the host changed under
-        # the cached launch; the full path prepares it afresh (nothing of the command ran)
         return None if code is None else int(code)
     finally:
         windows.close_window(home, window)
         git = entry.get("git")
         watch = [path for path in entry.get("code_watch", ()) if os.path.lexists(path)]
         if watch or (git and stale_fact(git["watch"]) is not None):
-            _audit(git, watch, environ)
+            _audit(git, watch, home)
         if run_dir is not None:
-            from egg_core import rundirs
-
-            rundirs.finish(run_dir, os.path.dirname(os.path.dirname(cache_dir(environ))))
+            rundirs.finish(run_dir, home)
 
 
-def _snapshot_settings(files: list[str] | None, environ: Mapping[str, str]) -> str | None:
+def _snapshot_settings(files: list[str] | None, egg_home: str) -> str | None:
     """The agent's settings, copied into a launch directory before the run (threat H: what the
     sandbox writes there must not run on the host later); None when there are none to copy."""
     if not files:
         return None
     from egg_core import rundirs, snapshot
 
-    run_dir = rundirs.create(os.path.dirname(os.path.dirname(cache_dir(environ))))
+    run_dir = rundirs.create(egg_home)
     snapshot.take(os.path.join(run_dir, "settings"), files)
     return run_dir
 
 
-def _audit(git: dict[str, Any] | None, watch: list[str], environ: Mapping[str, str]) -> None:
+def _audit(git: dict[str, Any] | None, watch: list[str], egg_home: str) -> None:
     """A repository or an agent code directory may have appeared during the run: the full audit
     (rarely needed, so its imports are paid only then; see :func:`egg_core.launch.after_run`)."""
     from egg_core.launch import after_run
 
-    for line in after_run(git, watch, os.path.dirname(os.path.dirname(cache_dir(environ)))):
+    for line in after_run(git, watch, egg_home):
         print(f"egg: {line}", file=sys.stderr)

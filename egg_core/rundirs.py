@@ -26,6 +26,7 @@ def run_root(egg_home: str) -> str:
 
 
 def egg_home_of(environ: Mapping[str, str]) -> str:
+    """``$EGG_HOME`` as :func:`egg_core.paths.egg_home` finds it, without pathlib (fast path)."""
     home = environ.get("EGG_HOME")
     if home:
         return os.path.abspath(os.path.expanduser(home))
