@@ -69,9 +69,6 @@ def mounted_rules(policy: EffectivePolicy) -> list[tuple[str, str]]:
     return pathrules.mounted_rules((e.path, e.mode) for e in policy.fs)
 
 
-writable_under = pathrules.writable_under
-
-
 def protections(layout: Layout, writable: Writable) -> list[FsEntry]:
     """The read-only entries (with seeds for what is missing) that keep every configuration and
     hook source of ``layout`` out of the sandbox's reach."""
@@ -115,11 +112,11 @@ class GitGuard:
     state: dict[str, Any]
 
 
-def plan(policy: EffectivePolicy) -> GitGuard:
-    """The guard for a launch of ``policy``: protections now, and what :func:`audit` compares
-    with afterwards (plain data: it travels in the exec cache and the session's files)."""
-    ruled = mounted_rules(policy)
-    writable = writable_under(ruled)
+def plan(policy: EffectivePolicy, ruled: list[tuple[str, str]]) -> GitGuard:
+    """The guard for a launch of ``policy`` whose :func:`mounted_rules` are ``ruled``:
+    protections now, and what :func:`audit` compares with afterwards (plain data: it travels in
+    the exec cache and the session's files)."""
+    writable = pathrules.writable_under(ruled)
     starts = [policy.cwd]
     starts += [
         e.path for e in policy.fs if e.mode in pathrules.WRITABLE_MODES and os.path.isdir(e.path)
@@ -171,7 +168,7 @@ def audit(state: dict[str, Any], egg_home: Path, git: str | None = None) -> list
     """
     if not changed(state):
         return []
-    writable = writable_under([(str(r[0]), str(r[1])) for r in state.get("ruled", ())])
+    writable = pathrules.writable_under([(str(r[0]), str(r[1])) for r in state.get("ruled", ())])
     known = set(state.get("known", ()))
     layout = find_layout(state.get("starts", ()))
     quarantine = Quarantine(egg_home, "git")

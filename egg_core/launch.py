@@ -131,8 +131,9 @@ def persistence_guards(policy: EffectivePolicy, profile: AgentProfile, config: A
     after the run."""
     from egg_core import gitguard, pathrules, settings_code
 
-    guard = gitguard.plan(policy)
-    writable = pathrules.writable_under(gitguard.mounted_rules(policy))
+    ruled = gitguard.mounted_rules(policy)
+    guard = gitguard.plan(policy, ruled)
+    writable = pathrules.writable_under(ruled)
     settings = settings_files(policy, profile, config)
     roots = [e.path for e in policy.fs if e.mode in pathrules.WRITABLE_MODES]
     named, links = settings_code.named_entries(

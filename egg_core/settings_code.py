@@ -54,15 +54,15 @@ def code_dir_entries(
     wanted = [(os.path.join(home, g.value), g.reason) for g in profile.code_dirs]
     wanted += [(os.path.join(cwd, g.value), g.reason) for g in profile.project_code_dirs]
     for path, reason in wanted:
+        source = f"egg: {profile.name}: {reason}"
         if os.path.lexists(path):
             if writable(path):
-                entries.append(FsEntry("deny-write", path, f"egg: {profile.name}: {reason}"))
+                entries.append(FsEntry("deny-write", path, source))
             continue
         parent = _nearest_existing(path)
         if not writable(parent):
             continue
         if parent == os.path.dirname(path):
-            source = f"egg: {profile.name}: {reason}"
             entries.append(FsEntry("deny-write", path, source, seed=SEED_DIRECTORY))
         else:
             watch.append(path)

@@ -171,16 +171,19 @@ def close_orphans(egg_home: str) -> int:
 # --- at discovery -------------------------------------------------------------------------------
 
 
-def suspect(path: str, egg_home: str) -> dict[str, Any] | None:
+def suspect(
+    path: str, egg_home: str, ledger: list[dict[str, Any]] | None = None
+) -> dict[str, Any] | None:
     """The window in which a sandbox could have written the config file at ``path`` since it
-    last changed, unless the user trusts what it holds now; None when it is above suspicion."""
+    last changed, unless the user trusts what it holds now; None when it is above suspicion.
+    ``ledger``: the :func:`windows` already read, if the caller has them."""
     try:
         st = os.stat(path)
     except OSError:
         return None
     real = os.path.realpath(path)
     changed = st.st_ctime_ns
-    for window in windows(egg_home):
+    for window in windows(egg_home) if ledger is None else ledger:
         end = window["end"]
         if changed < window["start"] or (end is not None and changed > end):
             continue
@@ -192,7 +195,9 @@ def suspect(path: str, egg_home: str) -> dict[str, Any] | None:
 
 
 def _under_any(path: str, roots: Iterable[str]) -> bool:
-    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
+    from egg_core.pathrules import under
+
+    return any(under(path, root) for root in roots)
 
 
 def check(files: Iterable[str], egg_home: str) -> None:
@@ -200,8 +205,9 @@ def check(files: Iterable[str], egg_home: str) -> None:
     sandbox could have written since it last changed (see :func:`suspect`)."""
     from egg_core.errors import ConfigError
 
+    ledger = windows(egg_home)  # read once for the whole chain
     for path in files:
-        window = suspect(str(path), egg_home)
+        window = suspect(str(path), egg_home, ledger)
         if window is not None:
             raise ConfigError(
                 f"{path} changed while {describe(window)}; a sandbox may have written it. "

@@ -754,7 +754,7 @@ class Daemon:
         restored = snapshot.restore(str(self.paths.settings))
         for line in restored:
             log(self.paths, f"settings snapshot: {line}")
-        guardlog.record(self.paths.directory.parent.parent, snapshot.failures(restored))
+        guardlog.record(self.plan.egg_home, snapshot.failures(restored))
         if self.plan is not None:
             self.audit_git()
         if self.pm is not None and self.info is not None:
@@ -790,13 +790,16 @@ def main(argv: list[str]) -> int:
     paths = SessionPaths(Path(argv[0]))
     paths.pid.write_text(str(os.getpid()))
     mark_live(paths)
+    daemon: Daemon | None = None
     try:
         daemon = Daemon(paths)
         daemon.start()
     except Exception as exc:
-        from egg_core import snapshot
+        from egg_core import snapshot, windows
         from egg_core.errors import EggError
 
+        if daemon is not None and daemon.window is not None:  # spawned, then failed
+            windows.close_window(str(daemon.plan.egg_home), daemon.window)
         message = exc.message if isinstance(exc, EggError) else f"{type(exc).__name__}: {exc}"
         log(paths, f"failed to start: {message}")
         if not isinstance(exc, EggError):
@@ -805,6 +808,7 @@ def main(argv: list[str]) -> int:
         update_meta(paths, state="failed", error=message, ended=time.time())
         clear_live(paths)
         return 1
+    assert daemon is not None
     try:
         asyncio.run(daemon.serve())
     except Exception:

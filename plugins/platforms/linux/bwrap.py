@@ -566,11 +566,8 @@ def cache_args(entry: FsEntry, cache_root: str | None) -> list[str]:
 
 def cache_sources(policy: EffectivePolicy, cache_root: str) -> list[str]:
     """The sandbox-only directories the ``cache:`` rules of ``policy`` bind (to create first)."""
-    return [
-        sandbox_cache_dir(cache_root, probe(e.path).real)
-        for e in policy.fs
-        if e.mode == "cache" and probe(e.path).kind == "dir"
-    ]
+    facts = [probe(e.path) for e in policy.fs if e.mode == "cache"]
+    return [sandbox_cache_dir(cache_root, fact.real) for fact in facts if fact.kind == "dir"]
 
 
 def table_sockets(

@@ -20,6 +20,7 @@ from .status import StatusReader
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # importing typing costs milliseconds on the fast path
+    from collections.abc import Iterable
     from typing import Any
 
 SECCOMP_FD = "\0seccomp-fd"
@@ -78,6 +79,12 @@ def drop_vanished(argv: list[str], volatile: set[str] | frozenset[str]) -> list[
     return out
 
 
+def any_vanished(volatile: Iterable[str]) -> bool:
+    """Whether a mount destination that exists only because of a host socket is gone: a set-up
+    that failed then is worth preparing again (see :func:`drop_vanished`)."""
+    return any(not os.path.lexists(path) for path in volatile)
+
+
 def _spawn_and_supervise(entry: dict[str, Any], env: dict[str, str]) -> int | None:
     volatile = frozenset(entry["volatile"])
     inner = entry["stderr_fd"]
@@ -112,9 +119,7 @@ def _spawn_and_supervise(entry: dict[str, Any], env: dict[str, str]) -> int | No
             pid, lambda: wait_pid(pid), tty=entry["tty"], command_pid=status.child_pid
         )
         said = setup_errors(said_read)
-        if status.exit_code(returncode) is None and any(
-            not os.path.lexists(path) for path in volatile
-        ):
+        if status.exit_code(returncode) is None and any_vanished(volatile):
             return None
         reasons: dict[int, str] = entry["exit_reasons"]
         return report_exit(returncode, status.exit_code, reasons.get, argv[0], said)
