@@ -48,6 +48,12 @@ MAX_CONNECTIONS = 256
 HEAD_TIMEOUT = 30.0
 DEFAULT_PORTS = (80, 443)
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
+#: ``NO_PROXY`` inside a sandbox: loopback goes direct. In a network namespace it is the
+#: sandbox's own loopback (a server the command starts, the forwarded ports' bridges); under
+#: Seatbelt the profile admits only the forwarded ports. Through the proxy it would be refused.
+NO_PROXY_INSIDE = ",".join(
+    ["localhost", "127.0.0.1", "::1", *sorted(LOOPBACK_NAMES - {"localhost"})]
+)
 
 
 async def system_resolver(host: str, port: int) -> list[str]:
@@ -72,6 +78,11 @@ class Decision:
     reason: str
     address: str | None = None  # the checked address to connect to
     would_deny: bool = False  # observe mode: enforce would have denied
+    #: the policy allows this destination but it cannot be reached (the name does not resolve):
+    #: not a policy decision, so it is logged as allowed, with this, and the client told so
+    unreachable: str | None = None
+    #: whether the host was on the allowlist (loopback names: whether the port is forwarded)
+    listed: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -167,7 +178,7 @@ class FilteringProxy:
         loopback_name = host.lower().rstrip(".") in LOOPBACK_NAMES
         if (literal is not None and literal.is_loopback) or loopback_name:
             if port in self.rules.local_ports:
-                return Decision(True, f"forwarded local port {port}", "127.0.0.1")
+                return Decision(True, f"forwarded local port {port}", "127.0.0.1", listed=True)
             return self._deny(f"loopback port {port} is not a forwarded local port")
         observed = None  # observe mode: why enforce mode would refuse this name
         if not listed:
@@ -176,13 +187,18 @@ class FilteringProxy:
             observed = why  # still resolved here, so the connection goes to a checked address
         if literal is not None:
             # the user listed this address themselves
-            return Decision(True, why, str(literal))
+            return Decision(True, why, str(literal), listed=True)
         try:
             addresses = await asyncio.wait_for(self.resolver(host, port), timeout=10)
         except (TimeoutError, OSError, UnicodeError) as exc:
-            return Decision(False, f"cannot resolve {host}: {exc.__class__.__name__}")
+            addresses, failure = [], f"cannot resolve {host}: {exc.__class__.__name__}"
+        else:
+            failure = f"cannot resolve {host}"
         if not addresses:
-            return Decision(False, f"cannot resolve {host}")
+            # Allowed (or, observing, let through) but unreachable: not a policy decision.
+            if observed is not None:
+                return Decision(True, observed, would_deny=True, unreachable=failure)
+            return Decision(True, why, unreachable=failure, listed=True)
         for text in addresses:
             addr = _ip(text)
             if addr is None:
@@ -198,7 +214,7 @@ class FilteringProxy:
             address = "127.0.0.1"
         if observed is not None:
             return Decision(True, observed, address, would_deny=True)
-        return Decision(True, why, address)
+        return Decision(True, why, address, listed=True)
 
     def _deny(self, reason: str, address: str | None = None) -> Decision:
         """Refuse; in observe mode allow (to ``address`` when one was checked) and flag it."""
@@ -333,10 +349,15 @@ class FilteringProxy:
             decision="allow" if decision.allow else "deny",
             reason=decision.reason,
             method=method.upper(),
+            listed=decision.listed,
             **({"would_deny": True} if decision.would_deny else {}),
+            **({"error": decision.unreachable} if decision.unreachable else {}),
         )
         if not decision.allow:
             await _respond(writer, 403, f"egg: {host}:{port} blocked: {decision.reason}")
+            return
+        if decision.unreachable:
+            await _respond(writer, 502, f"egg: cannot reach {host}:{port} (name does not resolve)")
             return
         connect_to = decision.address or host
         try:

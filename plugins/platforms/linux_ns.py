@@ -417,6 +417,7 @@ class LinuxNamespaces(Platform):
         self, launch: Launch, policy: EffectivePolicy, sockets: dict[int, str], prepared: Prepared
     ) -> Path:
         from egg_core.netproxy import (
+            NO_PROXY_INSIDE,
             DecisionLog,
             FilteringProxy,
             NetworkRules,
@@ -440,7 +441,7 @@ class LinuxNamespaces(Platform):
                 for variable in PROXY_VARIABLES:
                     prepared.env[variable] = inside
                     prepared.env[variable.lower()] = inside
-                prepared.env["NO_PROXY"] = prepared.env["no_proxy"] = ""
+                prepared.env["NO_PROXY"] = prepared.env["no_proxy"] = NO_PROXY_INSIDE
             else:
                 port_sockets[port] = net_dir / name
         log = DecisionLog(launch.network_log or launch.work_dir / "network.log")

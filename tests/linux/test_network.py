@@ -221,6 +221,49 @@ def test_unlisted_name_is_refused_without_being_resolved(box: Box) -> None:
     assert record["reason"] == "host not on the allowlist"
 
 
+def test_allowed_name_that_does_not_resolve_is_allowed_but_unreachable(box: Box) -> None:
+    """Not a policy decision: logged as allowed with the error, and the client told why."""
+    log = box.home / "network.log"
+
+    found = box.probe(
+        PROXY + "report(**via_proxy('api.example.com:80', method='GET', path='/'))",
+        config=POLICIES["allowlist"],
+        options=["--network-log", str(log)],
+        env=seam(("unrelated.example.com", PUBLIC, 9)),  # api.example.com does not resolve
+    )
+
+    assert found["status"] == 502
+    assert "egg: cannot reach api.example.com:80 (name does not resolve)" in found["reply"]
+    (record,) = log_lines(log)
+    assert record["decision"] == "allow"
+    assert record["listed"] is True
+    assert record["error"].startswith("cannot resolve api.example.com")
+
+
+def test_loopback_inside_the_sandbox_does_not_go_through_the_proxy(box: Box) -> None:
+    """NO_PROXY names loopback: a server the command starts inside answers it directly (the
+    sandbox's loopback is its own), while other names still go through the proxy."""
+    found = box.probe(
+        "import http.server, threading, urllib.request\n"
+        "server = http.server.HTTPServer(('127.0.0.1', 0), http.server.SimpleHTTPRequestHandler)\n"
+        "threading.Thread(target=server.serve_forever, daemon=True).start()\n"
+        "port = server.server_address[1]\n"
+        "codes = {}\n"
+        "for name in ('127.0.0.1', 'localhost'):\n"
+        "    try:\n"
+        "        codes[name] = urllib.request.urlopen(f'http://{name}:{port}/', timeout=10).status\n"
+        "    except Exception as exc:\n"
+        "        codes[name] = str(getattr(exc, 'code', exc))\n"
+        "report(codes=codes, no_proxy=os.environ.get('NO_PROXY'),"
+        " proxy=bool(os.environ.get('HTTPS_PROXY')))",
+        config=POLICIES["allowlist"],
+    )
+
+    assert found["codes"] == {"127.0.0.1": 200, "localhost": 200}
+    assert found["proxy"] is True
+    assert "127.0.0.1" in found["no_proxy"]
+
+
 # -- B: the proxy's rules
 
 

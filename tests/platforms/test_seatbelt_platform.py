@@ -20,6 +20,7 @@ from pathlib import Path
 import attrs
 import pytest
 
+from egg_core import netproxy
 from egg_core import sandbox as caps
 from egg_core.errors import EnforcementError
 from egg_core.sandbox import Launch
@@ -272,7 +273,7 @@ def test_filtered_network_runs_the_proxy_on_loopback(tmp_path, on_macos, echo_se
         "all_proxy",
     ):
         assert prepared.env[name] == url
-    assert prepared.env["NO_PROXY"] == prepared.env["no_proxy"] == ""
+    assert prepared.env["NO_PROXY"] == prepared.env["no_proxy"] == netproxy.NO_PROXY_INSIDE
     assert f'(remote tcp "localhost:{port}")' in prepared.argv[2]
     try:
         head, sock = _connect(port, "evil.example:443")

@@ -107,10 +107,11 @@ def start_proxy(
 ) -> int:
     """Start the filtering proxy on 127.0.0.1 (a free port); point the proxy variables at it.
 
-    Returns the port; ``prepared`` stops the proxy on cleanup. ``NO_PROXY`` is emptied so that
-    loopback traffic goes through the proxy too (it forwards only the allowed local ports).
+    Returns the port; ``prepared`` stops the proxy on cleanup. ``NO_PROXY`` names loopback
+    (:data:`egg_core.netproxy.NO_PROXY_INSIDE`): the profile admits only the forwarded ports there.
     """
     from egg_core.netproxy import (
+        NO_PROXY_INSIDE,
         DecisionLog,
         FilteringProxy,
         NetworkRules,
@@ -128,7 +129,7 @@ def start_proxy(
     url = f"http://127.0.0.1:{thread.port}"
     for variable in PROXY_VARIABLES:
         prepared.env[variable] = prepared.env[variable.lower()] = url
-    prepared.env["NO_PROXY"] = prepared.env["no_proxy"] = ""
+    prepared.env["NO_PROXY"] = prepared.env["no_proxy"] = NO_PROXY_INSIDE
     return thread.port
 
 
