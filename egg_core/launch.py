@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from egg_core import registry
+from egg_core import pathrules, registry
 from egg_core.config import ResolvedConfig, discover_config
 from egg_core.converters import to_tuple
 from egg_core.env import build_env
@@ -83,6 +83,10 @@ class Plan:
         :func:`settings_files`."""
         return list(self.settings)
 
+    def make_agent_dirs(self) -> list[str]:
+        """See :func:`make_agent_dirs`."""
+        return make_agent_dirs(self.policy, self.profile.name)
+
     def write_window(self) -> tuple[list[str], list[str]]:
         """(roots, protected) of this launch's write window (see :mod:`egg_core.windows`): the
         directories its sandbox can write, and what in them it cannot (its configs, ./egg.yaml,
@@ -95,6 +99,37 @@ class Plan:
             os.path.realpath(e.path) for e in policy.protected if e.mode in ("deny", "deny-write")
         ]
         return roots, sorted(set(protected))
+
+
+def make_agent_dirs(policy: EffectivePolicy, agent: str) -> list[str]:
+    """Create the agent's writable directories that do not exist yet; return those created.
+
+    A missing path is not mounted (there is nothing to bind), so on a first run the agent's
+    ``~/.codex`` or ``~/.local/share/opencode`` would stay read-only — and the agent could not
+    create it either, its parent being read-only. Each is an empty directory (0700) the agent
+    would have made itself on the host. Only the agent's own holes are created (``rw:`` rules
+    in egg.yaml name what the user has), under the home directory, or as the last component of
+    a path whose parent exists (a relocated state directory such as ``CODEX_HOME``); nothing
+    inside a path the policy hides or protects.
+    """
+    created = []
+    home = os.path.realpath(policy.home)
+    hidden = [e.path for e in (*policy.fs, *policy.protected) if e.mode in ("deny", "deny-write")]
+    for entry in policy.fs:
+        if entry.source != f"agent:{agent}" or entry.mode not in ("rw", "rw-prefix"):
+            continue
+        path = os.path.normpath(entry.path)
+        if os.path.lexists(path) or any(pathrules.under(path, d) for d in hidden):
+            continue
+        inside_home = pathrules.under(os.path.realpath(os.path.dirname(path)), home)
+        if not inside_home and not os.path.isdir(os.path.dirname(path)):
+            continue
+        try:
+            os.makedirs(path, mode=0o700)
+        except OSError:
+            continue  # a path egg cannot create stays read-only, as before
+        created.append(path)
+    return created
 
 
 #: workspace files that run code outside the sandbox for any agent, snapshotted in every run

@@ -75,6 +75,7 @@ def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
     # In $EGG_HOME (hidden from every sandbox), not in /tmp: a directory the sandbox sees would
     # change under the exec cache's feet. It holds the settings snapshot, restored by the next
     # egg command if this one is killed (egg_core.rundirs).
+    plan.make_agent_dirs()
     work_dir = Path(rundirs.create(str(plan.egg_home)))
     settings = plan.settings_files()
     try:

@@ -152,6 +152,8 @@ class Daemon:
         self.plan = plan
         if not plan.policy.clipboard:
             self.clipboard = ClipboardFilter()
+        for created in plan.make_agent_dirs():
+            log(self.paths, f"created {created} (the agent writes there; it did not exist yet)")
         settings = plan.settings_files()
         snapshot.take(str(self.paths.settings), settings)
         self.paths.shared.mkdir(mode=0o700, exist_ok=True)
