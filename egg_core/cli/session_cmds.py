@@ -43,6 +43,12 @@ def configure_run(p: argparse.ArgumentParser) -> None:
         help="pass the agent's skip-permissions flag",
     )
     p.add_argument("--detach-key", default="ctrl-\\", metavar="KEY")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print every hole drilled for the agent (always in the session log)",
+    )
     p.add_argument("rest", nargs=argparse.REMAINDER, metavar="AGENT [ARGS] | -- CMD ARGS")
 
 
@@ -210,14 +216,21 @@ def run_session(ns: argparse.Namespace, ctx: Context) -> int:
         )
     if find_command(plan.argv[0], plan.env, cwd) is None:
         raise EggError(f"{plan.argv[0]}: command not found", exit_code=127)
-    for hole in (*plan.policy.drilled, *plan.policy.derived):
-        print(f"egg: {hole.kind} {hole.value} for {hole.agent}: {hole.reason}", file=sys.stderr)
+    holes = [
+        f"{hole.kind} {hole.value} for {hole.agent}: {hole.reason}"
+        for hole in (*plan.policy.drilled, *plan.policy.derived)
+    ]
+    if ns.verbose:
+        for hole in holes:
+            print(f"egg: {hole}", file=sys.stderr)
     if plan.selection.outer_boundary:
         print(
             f"egg: outer boundary: {plan.selection.outer_boundary} (no OS sandbox)", file=sys.stderr
         )
     rows, cols = _size(ns)
     paths = create_session(plan.egg_home)
+    with open(paths.log, "a") as log:
+        log.writelines(f"hole: {hole}\n" for hole in holes)
     spec = RunSpec(
         cwd=str(cwd),
         agent=agent,
@@ -235,10 +248,17 @@ def run_session(ns: argparse.Namespace, ctx: Context) -> int:
     )
     write_json(paths.spec, spec.to_json())
     start_daemon(paths, ctx)
+    name = plan.profile.name if agent else os.path.basename(plan.argv[0])
+    explain = f"egg explain {plan.profile.name}" if agent else "egg explain"
+    print(
+        f"egg: {name} in {plan.selection.platform.name}, session {paths.id}"
+        + ("" if ns.detach else f" (detach with {ns.detach_key})")
+        + f"; policy: {explain}",
+        file=sys.stderr,
+    )
     if ns.detach:
         print(paths.id)
         return 0
-    print(f"egg: session {paths.id} (detach with {ns.detach_key})", file=sys.stderr)
     code = attach(paths, detach_key=detach_key)
     meta = read_json(paths.meta)
     for line in [*(meta.get("settings_restored") or []), *(meta.get("git_guard") or [])]:

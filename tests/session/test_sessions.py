@@ -416,6 +416,23 @@ def test_settings_are_restored_by_the_next_egg_command_after_the_daemon_is_sigki
     assert settings.read_text() == '{"hooks": {}}'
 
 
+def test_run_prints_one_line_and_the_holes_go_to_the_session_log(env, project):
+    _fake_claude(env, project)
+    quiet = egg(env, "run", "--detach", "claude", "--linger", cwd=project)
+    loud = egg(env, "run", "--detach", "--verbose", "claude", "--linger", cwd=project)
+    try:
+        assert quiet.returncode == 0, quiet.stderr
+        (line,) = quiet.stderr.splitlines()
+        session = quiet.stdout.strip()
+        assert line == f"egg: claude in linux-ns, session {session}; policy: egg explain claude"
+        log = (session_dir(env, session) / "egg.log").read_text()
+        assert "hole: domain api.anthropic.com for claude: the Claude API" in log
+        assert "egg: domain api.anthropic.com for claude: the Claude API" in loud.stderr
+    finally:
+        for result in (quiet, loud):
+            kill(env, project, result.stdout.strip())
+
+
 def test_session_hooks_fire(env, project, tmp_path):
     """egg_session_started and egg_session_ended reach plugins in the daemon."""
     from tests.helpers import write_dist
