@@ -38,7 +38,8 @@ if TYPE_CHECKING:  # importing typing costs milliseconds that this module exists
 
     Fact = tuple[Any, ...]
 
-FORMAT = 7  # 7: entries carry the persistence guards (git state, settings, write window)
+FORMAT = 8  # 7: entries carry the persistence guards (git state, settings, write window)
+# 8: and the settings files' command-defining keys
 CACHE_ENV = "EGG_EXEC_CACHE"
 KEEP = 64
 #: cached launches are run only by egg's own platform code
@@ -352,7 +353,7 @@ def try_run(args: list[str], environ: Mapping[str, str]) -> int | None:
     from egg_core import rundirs, windows
 
     home = rundirs.egg_home_of(environ)
-    run_dir = _snapshot_settings(entry.get("settings"), home)
+    run_dir, entry = _prepare_run(entry, home)
     window = windows.open_window(home, *entry["window"])
     try:
         code = runner(entry, env)
@@ -367,16 +368,30 @@ def try_run(args: list[str], environ: Mapping[str, str]) -> int | None:
             rundirs.finish(run_dir, home)
 
 
-def _snapshot_settings(files: list[str] | None, egg_home: str) -> str | None:
-    """The agent's settings, copied into a launch directory before the run (threat H: what the
-    sandbox writes there must not run on the host later); None when there are none to copy."""
-    if not files:
-        return None
+def _prepare_run(entry: dict[str, Any], egg_home: str) -> tuple[str | None, dict[str, Any]]:
+    """The launch directory for this run, when it needs one: the agent's settings copied into
+    it before the run (threat H: what the sandbox writes there must not run on the host
+    later), and the agent's home files staged in a fresh home layer (egg_core.homefiles),
+    whose path replaces the cached one in the command line. (None, entry) when neither."""
+    files = entry.get("settings")
+    home_files = entry.get("home_files")
+    if not files and not home_files:
+        return None, entry
     from egg_core import rundirs, snapshot
 
     run_dir = rundirs.create(egg_home)
-    snapshot.take(os.path.join(run_dir, "settings"), files)
-    return run_dir
+    staged: dict[str, str] = {}
+    if home_files:
+        from egg_core import homefiles
+
+        layer = os.path.join(run_dir, homefiles.LAYER)
+        staged = homefiles.stage(layer, list(home_files))
+        old = entry["home_layer"]
+        entry = {**entry, "argv": [layer if arg == old else arg for arg in entry["argv"]]}
+    snapshot.take(
+        os.path.join(run_dir, "settings"), files or [], entry.get("settings_keys"), staged
+    )
+    return run_dir, entry
 
 
 def _audit(git: dict[str, Any] | None, watch: list[str], egg_home: str) -> None:

@@ -52,6 +52,8 @@ class Plan:
     git_state: dict[str, Any] | None = None
     #: files snapshotted before the run and restored after it (see :meth:`settings_files`)
     settings: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
+    #: for the settings files with command-defining keys: those keys (egg_core.settings_keys)
+    settings_keys: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
     #: agent code directories no mount could hold, checked after the run
     code_watch: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
 
@@ -63,6 +65,8 @@ class Plan:
         network_log: Path | None = None,
         shared_dir: Path | None = None,
         extra_env: Mapping[str, str] | None = None,
+        home_layer: Path | None = None,
+        home_staged: Sequence[str] = (),
     ) -> Launch:
         """What the platform gets to start this plan (explain previews it, exec and the session
         daemon prepare it)."""
@@ -76,7 +80,22 @@ class Plan:
             tty=tty,
             network_log=network_log,
             shared_dir=shared_dir,
+            home_layer=home_layer,
+            home_staged=tuple(os.path.basename(p) for p in home_staged),
         )
+
+    def stage_home_files(self, work_dir: Path) -> tuple[Path | None, dict[str, str]]:
+        """Stage the agent's home files in ``work_dir``'s layer when the platform wants one
+        (see :mod:`egg_core.homefiles`): (the layer, host path -> staged copy), or (None, {})."""
+        from egg_core import homefiles
+
+        if not self.selection.platform.stages_home_files:
+            return None, {}
+        files = homefiles.to_stage(self.policy)
+        if not files:
+            return None, {}
+        layer = work_dir / homefiles.LAYER
+        return layer, homefiles.stage(str(layer), files)
 
     def settings_files(self) -> list[str]:
         """Files to snapshot before a run and restore after it (threat H); see
@@ -147,6 +166,19 @@ def settings_files(policy: EffectivePolicy, profile: AgentProfile, config: Any) 
     if override:
         files.append(Path(os.path.expanduser(override.replace("~", str(home), 1))))
     return [str(path) for path in dict.fromkeys(files)]
+
+
+def settings_keys(policy: EffectivePolicy, profile: AgentProfile) -> dict[str, tuple[str, ...]]:
+    """The command-defining key paths of each settings file the profile names them for, by the
+    file's absolute path (home and workspace files alike): only these are put back after a run."""
+    home, cwd = Path(policy.home), Path(policy.cwd)
+    found: dict[str, tuple[str, ...]] = {}
+    for grants, base in ((profile.settings_files, home), (profile.project_settings_files, cwd)):
+        for grant in grants:
+            keys = profile.command_keys.get(grant.value)
+            if keys:
+                found[str(base / grant.value)] = keys
+    return found
 
 
 @attrs.frozen
@@ -229,10 +261,12 @@ def plan_launch(
     git_state = None
     settings: list[str] = []
     watch: list[str] = []
+    keys: dict[str, tuple[str, ...]] = {}
     if policy.requires_sandbox and policy.persistence_guards:
         guards = persistence_guards(policy, profile, resolved.config)
         policy, git_state = guards.policy, guards.git_state
         settings, watch = guards.settings, guards.code_watch
+        keys = settings_keys(policy, profile)
     platforms = registry.platforms(pm)
     problem = None
     try:
@@ -271,6 +305,7 @@ def plan_launch(
         platform_problem=problem,
         git_state=git_state,
         settings=settings,
+        settings_keys=keys,
         code_watch=watch,
     )
 

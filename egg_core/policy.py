@@ -129,6 +129,8 @@ class EffectivePolicy:
     persistence_guards: bool = True
     #: sessions pass the program's clipboard writes (OSC 52) to the terminal
     clipboard: bool = False
+    #: the agent's files at the top of $HOME it replaces atomically (see egg_core.homefiles)
+    home_files: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
     drilled: tuple[DrilledHole, ...] = attrs.field(default=(), converter=to_tuple)
     derived: tuple[DrilledHole, ...] = attrs.field(default=(), converter=to_tuple)
     suppressed: tuple[DrilledHole, ...] = attrs.field(default=(), converter=to_tuple)
@@ -354,6 +356,15 @@ def resolve_policy(
             continue
         fs.append(FsEntry(mode, path, f"agent:{agent}"))
         drilled.append(hole)
+    home_files = []
+    for grant in profile.home_files:
+        path = _abs(grant.value, home_p, home_p)
+        hole = DrilledHole("home_file", path, agent, grant.reason)
+        if any(_under(path, d) for d in denied):
+            suppressed.append(attrs.evolve(hole, reason=f"{grant.reason}; denied"))
+            continue
+        home_files.append(path)
+        drilled.append(hole)
     ssh_dir = str(home_p / ".ssh")
     ssh_denied = any(_under(ssh_dir, d) for d in denied)
 
@@ -480,6 +491,7 @@ def resolve_policy(
         requires_sandbox=requires_sandbox(config, agent),
         persistence_guards=config.persistence_guards,
         clipboard=config.clipboard,
+        home_files=tuple(home_files),
         drilled=drilled,
         derived=derived,
         suppressed=suppressed,

@@ -10,7 +10,7 @@ passing ``argv_builder``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
@@ -61,6 +61,10 @@ class ArgvRequest:
     session_id: str | None = None
 
 
+def _key_table(table: Mapping[str, Sequence[str]]) -> dict[str, tuple[str, ...]]:
+    return {str(file): tuple(keys) for file, keys in dict(table).items()}
+
+
 ArgvBuilder = Callable[["AgentProfile", ArgvRequest], list[str]]
 
 
@@ -83,9 +87,21 @@ class AgentProfile:
     write_dirs: tuple[Grant, ...] = attrs.field(default=(), converter=to_tuple)
     write_prefix_dirs: tuple[Grant, ...] = attrs.field(default=(), converter=to_tuple)
     settings_files: tuple[Grant, ...] = attrs.field(default=(), converter=to_tuple)
+    #: files directly in $HOME that the agent replaces atomically (a temporary file beside it,
+    #: renamed over it), such as ``~/.claude.json``: the home stays read-only, so the sandbox
+    #: gets a copy in a per-run layer where it can do that, and egg writes the result back after
+    #: the run (see egg_core.homefiles). Only these names travel back; nothing else created in
+    #: the top of $HOME does.
+    home_files: tuple[Grant, ...] = attrs.field(default=(), converter=to_tuple)
     #: hook-bearing files in the *workspace* (relative to it), snapshotted like settings_files:
     #: the workspace is writable, and these run outside the sandbox later
     project_settings_files: tuple[Grant, ...] = attrs.field(default=(), converter=to_tuple)
+    #: per settings file (the relative path as in ``settings_files`` or
+    #: ``project_settings_files``, JSON or TOML): the dotted key paths that define commands the
+    #: agent runs on the host (hooks, MCP servers, notify programs; ``*`` matches any key at its
+    #: level). After a run only these are put back; the agent's other changes stay. A settings
+    #: file not named here is restored whole. See egg_core.settings_keys.
+    command_keys: dict[str, tuple[str, ...]] = attrs.field(factory=dict, converter=_key_table)
     #: directories (relative to $HOME) where the agent installs code it runs by itself —
     #: plugins, extensions: read-only in every sandbox (see egg_core.settings_code)
     code_dirs: tuple[Grant, ...] = attrs.field(default=(), converter=to_tuple)

@@ -110,21 +110,8 @@ def finish(path: str, egg_home: str) -> None:
 
 
 def remove(path: str) -> None:
-    """Remove a launch directory (a shallow tree of egg's own files)."""
-    try:
-        names = os.listdir(path)
-    except OSError:
-        return
-    for name in names:
-        child = os.path.join(path, name)
-        if os.path.isdir(child) and not os.path.islink(child):
-            remove(child)
-        else:
-            try:
-                os.unlink(child)
-            except OSError:
-                pass
-    try:
-        os.rmdir(path)
-    except OSError:
-        pass
+    """Remove a launch directory: egg's own files, and the home layer the sandbox saw as its
+    $HOME (any shape: see :func:`egg_core.snapshot.remove_tree`)."""
+    from egg_core import snapshot
+
+    snapshot.remove_tree(path)

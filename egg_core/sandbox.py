@@ -82,6 +82,11 @@ class Launch:
     #: a host directory the command may write to (the session's browser-open outbox); the
     #: platform makes it visible at :meth:`Platform.shared_path`
     shared_dir: Path | None = None
+    #: the run's home layer (egg_core.homefiles), for a platform with ``stages_home_files``:
+    #: bind it over the home, the home's entries back into it, except ``home_staged``
+    home_layer: Path | None = None
+    #: the names at the top of the home staged in the layer (not bound from the host)
+    home_staged: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
 
 
 @attrs.define
@@ -207,6 +212,10 @@ class Platform(abc.ABC):
     capabilities: frozenset[str] = frozenset()
     #: True only for a platform that enforces nothing (chosen explicitly, never as a fallback)
     outer_boundary: bool = False
+    #: True for a platform that cannot let the sandbox replace exactly the agent's files at the
+    #: top of a read-only $HOME, and so wants them staged in a layer it binds over the home
+    #: (:attr:`Launch.home_layer`; see egg_core.homefiles)
+    stages_home_files: bool = False
 
     @abc.abstractmethod
     def available(self) -> Availability:

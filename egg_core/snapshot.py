@@ -39,7 +39,7 @@ from egg_core.safeio import write_new as _write_new
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
     from typing import Any
 
 MANIFEST = "manifest"
@@ -52,12 +52,24 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # --- before the run ----------------------------------------------------------------------------
 
 
-def take(directory: str, files: Sequence[str]) -> None:
-    """Record each file's content, link target or absence under ``directory`` (created 0700)."""
+def take(
+    directory: str,
+    files: Sequence[str],
+    keys: Mapping[str, Sequence[str]] | None = None,
+    staged: Mapping[str, str] | None = None,
+) -> None:
+    """Record each file's content, link target or absence under ``directory`` (created 0700).
+
+    ``keys``: for a file named there, only those key paths are put back after the run
+    (:mod:`egg_core.settings_keys`); other files are restored whole. ``staged``: host path ->
+    its copy in the run's home layer (:mod:`egg_core.homefiles`), written back first."""
     os.makedirs(directory, mode=0o700, exist_ok=True)
+    keys = keys or {}
+    staged = {os.path.abspath(p): layer for p, layer in (staged or {}).items()}
+    given = [os.path.abspath(f) for f in files]
+    sync_only = [p for p in staged if p not in given]
     entries: list[dict[str, Any]] = []
-    for index, path in enumerate(files):
-        path = os.path.abspath(path)
+    for index, path in enumerate([*given, *sync_only]):
         parent = os.path.dirname(path)
         real_parent = os.path.realpath(parent)
         entry: dict[str, Any] = {
@@ -66,6 +78,12 @@ def take(directory: str, files: Sequence[str]) -> None:
             "kind": "absent",
             "modes": _directory_modes(real_parent),
         }
+        if keys.get(path):
+            entry["keys"] = list(keys[path])
+        if path in staged:
+            entry["staged"] = staged[path]
+        if path in sync_only:
+            entry["sync_only"] = True
         try:
             link = os.readlink(parent)
         except OSError:
@@ -121,7 +139,16 @@ def restore(directory: str) -> list[str]:
         return []
     lines = []
     for entry in manifest.get("files", []):
-        if not isinstance(entry, dict) or entry.get("kind") == "other":
+        if not isinstance(entry, dict):
+            continue
+        if entry.get("staged"):
+            try:
+                written = _write_back(entry)
+            except Exception as exc:
+                written = f"NOT written back {entry.get('path')}: {_why(exc)}"
+            if written:
+                lines.append(written)
+        if entry.get("kind") == "other" or entry.get("sync_only"):
             continue
         try:
             line = _restore_one(entry)
@@ -139,7 +166,68 @@ def restore(directory: str) -> list[str]:
 
 def failures(lines: Sequence[str]) -> list[str]:
     """The lines of :func:`restore` that say something could not be restored."""
-    return [line for line in lines if line.startswith("NOT restored")]
+    return [line for line in lines if line.startswith(("NOT restored", "NOT written back"))]
+
+
+def _write_back(entry: dict[str, Any]) -> str | None:
+    """A home file the run changed in its layer (:mod:`egg_core.homefiles`) goes back to the
+    host: read without following anything (the layer was the sandbox's $HOME), and written
+    beside the real file and renamed over it. If the host's file changed during the run too
+    (another session, the agent outside egg), the keys the run changed are applied to the
+    host's version (top-level keys of a JSON object), so neither side's update is lost.
+    Returns None: writing back is the normal course; what the settings guard then reverts is
+    what gets reported."""
+    try:
+        new = read_regular(str(entry["staged"]), MAX_SETTINGS_BYTES)
+    except OSError:
+        return None  # gone, or the sandbox put something else there: nothing to write back
+    original = _read_file(str(entry["copy"])) if entry.get("copy") else None
+    if new == original:
+        return None
+    path = str(entry["path"])
+    real = str(entry.get("real") or path)
+    parent_fd = _open_directory(os.path.dirname(real), {}, [], create=False)
+    if parent_fd is None:
+        return f"NOT written back {path}: {os.path.dirname(real)} is gone"
+    name = os.path.basename(real)
+    try:
+        try:
+            st: os.stat_result | None = os.lstat(name, dir_fd=parent_fd)
+        except FileNotFoundError:
+            st = None
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            return f"NOT written back {path}: it is no longer a regular file on the host"
+        current = _read_at(parent_fd, name) if st is not None else None
+        content = new
+        if current is not None and current != original:
+            content = _merge_top_level(original, current, new)
+        mode = stat.S_IMODE(st.st_mode) if st is not None else int(entry.get("mode", 0o600))
+        _replace_at(parent_fd, name, st, lambda tmp: _write_new(tmp, content, mode, parent_fd))
+    finally:
+        os.close(parent_fd)
+    return None
+
+
+def _merge_top_level(original: bytes | None, current: bytes, new: bytes) -> bytes:
+    """``current`` with the top-level keys that ``new`` changed from ``original`` applied;
+    ``new`` whole when any of the three is not a JSON object."""
+    import json
+
+    try:
+        base = json.loads(original) if original else {}
+        theirs, ours = json.loads(current), json.loads(new)
+    except ValueError:
+        return new
+    if not all(isinstance(v, dict) for v in (base, theirs, ours)):
+        return new
+    missing = object()
+    for key in dict.fromkeys([*base, *ours]):
+        if ours.get(key, missing) != base.get(key, missing):
+            if key in ours:
+                theirs[key] = ours[key]
+            else:
+                theirs.pop(key, None)
+    return (json.dumps(theirs, indent=2, ensure_ascii=False) + "\n").encode()
 
 
 def _restore_one(entry: dict[str, Any]) -> str | None:
@@ -171,6 +259,9 @@ def _restore_in(parent_fd: int, name: str, entry: dict[str, Any], path: str) -> 
     if kind == "absent":
         if st is None:
             return None
+        handled, line = _revert_keys(parent_fd, name, st, entry, None, path)
+        if handled:
+            return line
         _remove_at(parent_fd, name, st)
         return f"removed {path} (created during the session)"
     if kind == "symlink":
@@ -193,8 +284,50 @@ def _restore_in(parent_fd: int, name: str, entry: dict[str, Any], path: str) -> 
         and _read_at(parent_fd, name) == original
     ):
         return None
+    handled, line = _revert_keys(parent_fd, name, st, entry, original, path)
+    if handled:
+        return line
     _replace_at(parent_fd, name, st, lambda tmp: _write_new(tmp, original, mode, parent_fd))
     return f"restored {path}"
+
+
+def _revert_keys(
+    parent_fd: int,
+    name: str,
+    st: os.stat_result | None,
+    entry: dict[str, Any],
+    original: bytes | None,
+    path: str,
+) -> tuple[bool, str | None]:
+    """For a file whose profile names its command-defining keys: put back only those (see
+    :mod:`egg_core.settings_keys`) and keep the run's other changes. Returns (handled, the
+    line to report — None when nothing command-defining changed); not handled means the whole
+    file must be restored instead: no keys named, not a regular file now, or a side that does
+    not parse."""
+    keys = entry.get("keys")
+    if not keys or st is None or not stat.S_ISREG(st.st_mode):
+        return False, None
+    from egg_core import settings_keys
+
+    fmt = settings_keys.format_of(path)
+    current = _read_at(parent_fd, name)
+    if fmt is None or current is None:
+        return False, None
+    try:
+        content, reverted = settings_keys.revert(original, current, keys, fmt)
+    except settings_keys.Unparseable:
+        return False, None
+    if content is None:
+        return True, None
+    if original is None and settings_keys.is_empty(content, fmt):
+        _remove_at(parent_fd, name, st)
+        return True, f"removed {path} (created during the session, with only commands in it)"
+    mode = stat.S_IMODE(st.st_mode) if original is None else int(entry.get("mode", 0o600))
+    _replace_at(parent_fd, name, st, lambda tmp: _write_new(tmp, content, mode, parent_fd))
+    return True, (
+        f"reverted {', '.join(reverted)} in {path} (they define commands that run outside "
+        "the sandbox); kept its other changes"
+    )
 
 
 # --- walking what the sandbox shaped ------------------------------------------------------------
@@ -323,6 +456,21 @@ def _replace_at(
                 os.unlink(tmp, dir_fd=parent_fd)
             except OSError:
                 pass
+
+
+def remove_tree(path: str) -> None:
+    """Remove ``path``, whatever shape a sandbox gave it (a run's home layer was its $HOME):
+    iteratively, through descriptors, never following a symlink. Never raises."""
+    try:
+        parent_fd = os.open(os.path.dirname(path) or ".", _DIR_FLAGS)
+    except OSError:
+        return
+    try:
+        _remove_at(parent_fd, os.path.basename(path))
+    except OSError:
+        pass
+    finally:
+        os.close(parent_fd)
 
 
 def _remove_at(parent_fd: int, name: str, st: os.stat_result | None = None) -> None:

@@ -79,11 +79,14 @@ def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
     work_dir = Path(rundirs.create(str(plan.egg_home)))
     settings = plan.settings_files()
     try:
-        snapshot.take(str(work_dir / "settings"), settings)
+        layer, staged = plan.stage_home_files(work_dir)
+        snapshot.take(str(work_dir / "settings"), settings, plan.settings_keys, staged)
         launch = plan.launch(
             work_dir=work_dir,
             tty=ns.tty,
             network_log=Path(ns.network_log).absolute() if ns.network_log else None,
+            home_layer=layer,
+            home_staged=list(staged),
         )
         window = windows.open_window(str(plan.egg_home), *plan.write_window())
         try:
@@ -164,6 +167,7 @@ def remember(
         **prepared.recipe,
         "git": plan.git_state,
         "settings": plan.settings_files(),
+        "settings_keys": {path: list(keys) for path, keys in plan.settings_keys.items()},
         "code_watch": list(plan.code_watch),
         "window": list(plan.write_window()),
         "facts": facts + prepared.facts,

@@ -155,7 +155,8 @@ class Daemon:
         for created in plan.make_agent_dirs():
             log(self.paths, f"created {created} (the agent writes there; it did not exist yet)")
         settings = plan.settings_files()
-        snapshot.take(str(self.paths.settings), settings)
+        layer, staged = plan.stage_home_files(self.paths.directory)
+        snapshot.take(str(self.paths.settings), settings, plan.settings_keys, staged)
         self.paths.shared.mkdir(mode=0o700, exist_ok=True)
         launch = plan.launch(
             work_dir=self.paths.directory,
@@ -163,6 +164,8 @@ class Daemon:
             network_log=self.paths.network_log,
             shared_dir=self.paths.shared,
             extra_env=self.browser_env(plan),
+            home_layer=layer,
+            home_staged=list(staged),
         )
         platform = plan.selection.platform
         self.launch = launch
@@ -744,7 +747,7 @@ class Daemon:
     async def finish(self) -> None:
         """Restore settings and record the end first, then tell the clients: by the time a user
         has the prompt back, the session is fully over."""
-        from egg_core import guardlog, snapshot
+        from egg_core import guardlog, homefiles, snapshot
 
         code = self.exit_code if self.exit_code is not None else 1
         if self.audit is not None:
@@ -754,6 +757,7 @@ class Daemon:
 
             windows.close_window(str(self.plan.egg_home), self.window)
         restored = snapshot.restore(str(self.paths.settings))
+        snapshot.remove_tree(str(self.paths.directory / homefiles.LAYER))
         for line in restored:
             log(self.paths, f"settings snapshot: {line}")
         guardlog.record(self.plan.egg_home, snapshot.failures(restored))
@@ -797,7 +801,7 @@ def main(argv: list[str]) -> int:
         daemon = Daemon(paths)
         daemon.start()
     except Exception as exc:
-        from egg_core import snapshot, windows
+        from egg_core import homefiles, snapshot, windows
         from egg_core.errors import EggError
 
         if daemon is not None and daemon.window is not None:  # spawned, then failed
@@ -807,6 +811,7 @@ def main(argv: list[str]) -> int:
         if not isinstance(exc, EggError):
             log(paths, traceback.format_exc())
         snapshot.restore(str(paths.settings))
+        snapshot.remove_tree(str(paths.directory / homefiles.LAYER))
         update_meta(paths, state="failed", error=message, ended=time.time())
         clear_live(paths)
         return 1

@@ -28,6 +28,16 @@ from __future__ import annotations
 from egg_core.hookspecs import RegisterAgent, hookimpl
 from egg_core.profiles import AgentProfile, EnvDefault, Grant, PlatformGrant
 
+#: settings keys whose values are commands claude runs on the host (see the module docstring)
+_SETTINGS_COMMANDS = (
+    "hooks",
+    "statusLine",
+    "apiKeyHelper",
+    "awsAuthRefresh",
+    "awsCredentialExport",
+    "otelHeadersHelper",
+    "mcpServers",
+)
 _KEYCHAIN = "macOS Keychain access, where Claude Code keeps its login"
 
 PROFILE = AgentProfile(
@@ -73,6 +83,13 @@ PROFILE = AgentProfile(
             ".claude", "settings, transcripts, todos and credentials (~/.claude/, ~/.claude.json)"
         )
     ],
+    home_files=[
+        Grant(
+            ".claude.json",
+            "its state (sign-in, trust answers), replaced atomically: a per-run copy, written "
+            "back after the run",
+        )
+    ],
     settings_files=[
         Grant(".claude/settings.json", "defines hooks and commands that run outside a session"),
         Grant(".claude.json", "defines MCP server commands and per-project trust"),
@@ -82,6 +99,12 @@ PROFILE = AgentProfile(
         Grant(".claude/settings.local.json", "local project hooks and permissions"),
         Grant(".mcp.json", "project MCP server commands claude starts"),
     ],
+    command_keys={
+        ".claude/settings.json": _SETTINGS_COMMANDS,
+        ".claude/settings.local.json": _SETTINGS_COMMANDS,
+        ".claude.json": ("mcpServers", "projects.*.mcpServers"),
+        ".mcp.json": ("mcpServers",),
+    },
     code_dirs=[
         Grant(".claude/plugins", "plugins bring hooks, MCP servers and executables it runs"),
     ],

@@ -30,6 +30,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from egg_core import pathrules
 from egg_core import sandbox as caps
 from egg_core.errors import EnforcementError
 from egg_core.hookspecs import RegisterPlatform, hookimpl
@@ -81,6 +82,8 @@ class LinuxNamespaces(Platform):
     name = "linux-ns"
     description = "Linux namespaces via bubblewrap, seccomp, cgroups and a filtering proxy"
     capabilities = frozenset(caps.CAPABILITIES)
+    #: a bind mount cannot be renamed over: the agent's home files go through a layer
+    stages_home_files = True
 
     def bwrap_path(self) -> str | None:
         return host_which("bwrap")
@@ -276,6 +279,8 @@ class LinuxNamespaces(Platform):
             extra_ro=bw.python_paths() if listens else (),
             shared_dir=str(launch.shared_dir) if launch.shared_dir else None,
             cache_root=str(launch.egg_home),
+            home_layer=str(launch.home_layer) if launch.home_layer else None,
+            home_staged=launch.home_staged,
         )
         for source in bw.cache_sources(policy, str(launch.egg_home)):
             os.makedirs(source, mode=0o700, exist_ok=True)
@@ -378,7 +383,14 @@ class LinuxNamespaces(Platform):
         search_path = launch.env.get("PATH", os.defpath)
         touched = [e.path for e in (*policy.fs, *policy.protected)]
         touched += [policy.cwd, policy.home, "/etc/resolv.conf"]
-        touched += [a for a in argv if a.startswith("/")]
+        layer = str(launch.home_layer) if launch.home_layer else None
+        # the home layer is made afresh for every run (the cache's runner substitutes it)
+        touched += [
+            a for a in argv if a.startswith("/") and not (layer and pathrules.under(a, layer))
+        ]
+        if layer:
+            # the layer binds each entry of the home back: a new or replaced entry is a miss
+            touched += [os.path.join(policy.home, name) for name in _names(policy.home)]
         for _, found, linked in bound:
             # each masked socket still a socket, still there; no symlink on a guarded path replaced
             touched += [*(found or ()), *linked]
@@ -389,6 +401,8 @@ class LinuxNamespaces(Platform):
         touched = [path for path in touched if path not in seeded]
         touched += [os.path.dirname(path) for path in seeded]
         prefix_parents = [os.path.dirname(e.path) for e in policy.fs if e.mode == "rw-prefix"]
+        if layer:
+            prefix_parents.append(policy.home)
         facts = ec.path_facts(touched) + ec.seed_facts(placeholders)
         facts += ec.listing_facts([*visited, *prefix_parents])
         facts += [ec.bound_sockets_fact(arguments, found) for arguments, found, _ in bound]
@@ -411,6 +425,11 @@ class LinuxNamespaces(Platform):
             "stderr_fd": COMMAND_STDERR_FD,
             "exit_reasons": reasons,
         }
+        if layer:
+            prepared.recipe["home_layer"] = layer
+            prepared.recipe["home_files"] = [
+                os.path.join(policy.home, name) for name in launch.home_staged
+            ]
         prepared.facts = facts
 
     def _start_network(
@@ -453,6 +472,13 @@ class LinuxNamespaces(Platform):
         thread.start()
         prepared.add_cleanup(thread.stop)
         return net_dir
+
+
+def _names(directory: str) -> list[str]:
+    try:
+        return sorted(os.listdir(directory))
+    except OSError:
+        return []
 
 
 def _closer(fd: int) -> Callable[[], None]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -65,7 +66,7 @@ def test_settings_restore_does_not_write_through_a_planted_symlink(box: Box) -> 
 
     assert result.returncode == 0, result.stderr
     assert victim.read_text() == "untouched"
-    assert settings.read_text() == '{"hooks": {}}' and not settings.is_symlink()
+    assert json.loads(settings.read_text()) == {"hooks": {}} and not settings.is_symlink()
 
 
 def test_a_fifo_in_the_shared_dir_does_not_hang_the_session(box: Box) -> None:

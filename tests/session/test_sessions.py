@@ -396,7 +396,7 @@ def test_settings_are_restored_after_a_normal_exit(env, project):
     )
     child.expect("agent-wrote-settings")
     child.expect(pexpect.EOF)
-    assert settings.read_text() == '{"hooks": {}}'
+    assert json.loads(settings.read_text()) == {"hooks": {}}
 
 
 def test_settings_are_restored_by_the_next_egg_command_after_the_daemon_is_sigkilled(env, project):
@@ -413,7 +413,7 @@ def test_settings_are_restored_by_the_next_egg_command_after_the_daemon_is_sigki
     time.sleep(0.3)
     listing = egg(env, "ls", cwd=project)
     assert f"session {session}: its daemon died; settings restored" in listing.stderr
-    assert settings.read_text() == '{"hooks": {}}'
+    assert json.loads(settings.read_text()) == {"hooks": {}}
 
 
 def test_run_prints_one_line_and_the_holes_go_to_the_session_log(env, project):

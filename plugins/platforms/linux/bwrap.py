@@ -97,6 +97,10 @@ class BwrapRequest:
     #: egg_core.policy.sandbox_cache_dir); None: such rules mount nothing (the path stays as the
     #: root mount has it, read-only)
     cache_root: str | None = None
+    #: the run's home layer (egg_core.homefiles), bound over the home with the home's entries
+    #: bound back into it, except ``home_staged`` (names whose copies the layer holds)
+    home_layer: str | None = None
+    home_staged: Sequence[str] = ()
 
 
 def build_args(
@@ -240,6 +244,20 @@ def _mounts(
         blocks.append((_depth(root), 0, order, block))
     remount: list[str] = []
     placeholders = dict(placeholder_paths(policy))
+    staged: frozenset[str] = frozenset()
+    if request.home_layer:
+        home = os.path.realpath(policy.home)
+        staged = frozenset(os.path.join(home, name) for name in request.home_staged)
+        # after every rule at the home's own depth (a rule there would cover the layer) and
+        # before every deeper one (which land on the entries bound back into it)
+        blocks.append(
+            (
+                _depth(home),
+                len(_MODE_RANK) + 1,
+                1,
+                home_layer_args(home, request.home_layer, request.home_staged),
+            )
+        )
     untrusted = untrusted_rules(policy)
     ruled = _ruled(policy)
     entries = pinned_entries(policy, guards, sockets, seen)
@@ -253,7 +271,7 @@ def _mounts(
         elif entry.mode == "cache":
             block = cache_args(entry, request.cache_root)
         else:
-            block = _entry_args(entry, empty, remount, visited, ruled, scanned)
+            block = _entry_args(entry, empty, remount, visited, ruled, scanned, staged)
         if block:
             rank = 1 + _MODE_RANK[entry.mode]
             blocks.append((_depth(probe(entry.path).real), rank, order, block))
@@ -319,6 +337,8 @@ def mount_decisions(
             i += 2
         elif op == "--dir":  # only makes the directory (in the sandbox's root); covers nothing
             i += 2
+        elif op == "--symlink":  # a link in the home layer, as the host's home has it
+            i += 3
         else:
             raise ValueError(f"not a mount argument: {op}")
     for path in remount:
@@ -517,9 +537,11 @@ def _entry_args(
     visited: list[str] | None = None,
     ruled: Sequence[tuple[str, str]] = (),
     scanned: list[str] | None = None,
+    staged: frozenset[str] = frozenset(),
 ) -> list[str]:
     """One rule's mounts. With ``scanned``, sockets two levels below each directory it exposes
-    are collected there, for the caller to mask after every mount."""
+    are collected there, for the caller to mask after every mount. A prefix sibling in
+    ``staged`` is the home layer's own copy (replaced atomically there): never bound over."""
     if entry.path == "/":
         return []  # jail mode (deny:/) and rw:/ are handled by the root mount
     fact = probe(entry.path)
@@ -537,6 +559,8 @@ def _entry_args(
         exposed = [real] if fact.kind == "dir" else []
         if entry.mode == "rw-prefix":
             for sibling in prefix_siblings(entry.path):
+                if sibling in staged:
+                    continue
                 sib = probe(sibling)
                 if sib.kind != "missing" and sib.real != real and not _planted(sibling, ruled):
                     result += ["--bind", sib.real, sib.real]
@@ -551,6 +575,29 @@ def _entry_args(
         remount.append(real)
         return ["--tmpfs", real]
     return ["--ro-bind", empty_file, real]
+
+
+def home_layer_args(home: str, layer: str, staged: Sequence[str]) -> list[str]:
+    """The home layer (see egg_core.homefiles): ``layer`` bound over ``home``, and every entry
+    of the host's home bound back into it read-only — a symlink recreated as the same symlink,
+    an entry gone by the time bwrap mounts skipped — except the ``staged`` names, whose copies
+    the layer holds. What the rules say about deeper paths is mounted after this."""
+    out = ["--bind", layer, home]
+    try:
+        names = sorted(os.listdir(home))
+    except OSError:
+        names = []
+    for name in names:
+        if name in staged:
+            continue
+        path = os.path.join(home, name)
+        try:
+            target = os.readlink(path)
+        except OSError:
+            out += ["--ro-bind-try", path, path]
+        else:
+            out += ["--symlink", target, path]
+    return out
 
 
 def cache_args(entry: FsEntry, cache_root: str | None) -> list[str]:

@@ -1,0 +1,143 @@
+"""Only the command-defining keys of an agent's settings are put back after a run
+(egg_core.settings_keys), through the snapshot (egg_core.snapshot) every launch path uses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from egg_core import snapshot
+from egg_core.settings_keys import Unparseable, revert
+
+CODEX_KEYS = ("notify", "mcp_servers", "profiles.*.notify")
+CLAUDE_KEYS = ("hooks", "statusLine", "mcpServers", "projects.*.mcpServers")
+
+
+def test_json_command_keys_are_put_back_and_the_rest_kept() -> None:
+    before = {"hooks": {"Stop": []}, "numStartups": 1}
+    after = {
+        "hooks": {"Stop": [{"command": "evil"}]},
+        "statusLine": {"type": "command", "command": "evil"},
+        "numStartups": 2,
+        "projects": {"/w": {"hasTrustDialogAccepted": True, "mcpServers": {"x": {}}}},
+    }
+
+    content, reverted = revert(
+        json.dumps(before).encode(), json.dumps(after).encode(), CLAUDE_KEYS, "json"
+    )
+
+    assert content is not None
+    assert json.loads(content) == {
+        "hooks": {"Stop": []},
+        "numStartups": 2,
+        "projects": {"/w": {"hasTrustDialogAccepted": True}},
+    }
+    assert sorted(reverted) == ["hooks", "projects./w.mcpServers", "statusLine"]
+
+
+def test_a_removed_hook_comes_back_and_unchanged_commands_need_no_write() -> None:
+    before = json.dumps({"hooks": {"PreToolUse": ["guard"]}, "theme": "dark"}).encode()
+
+    removed, _ = revert(before, json.dumps({"theme": "dark"}).encode(), CLAUDE_KEYS, "json")
+    untouched, lines = revert(
+        before,
+        json.dumps({"hooks": {"PreToolUse": ["guard"]}, "theme": "x"}).encode(),
+        CLAUDE_KEYS,
+        "json",
+    )
+
+    assert removed is not None and json.loads(removed)["hooks"] == {"PreToolUse": ["guard"]}
+    assert (untouched, lines) == (None, [])
+
+
+def test_toml_edits_keep_the_agents_own_lines() -> None:
+    before = b'model = "a"\n[projects."/w"]\ntrust_level = "untrusted"\n'
+    after = (
+        b'# the agent\'s comment\nmodel = "b"\nnotify = ["sh", "-c", "evil"]\n'
+        b'[projects."/w"]\ntrust_level = "trusted"\n'
+        b'[mcp_servers.x]\ncommand = "evil"\n[profiles.p]\nnotify = ["evil"]\n'
+    )
+
+    content, reverted = revert(before, after, CODEX_KEYS, "toml")
+
+    assert content is not None
+    text = content.decode()
+    assert "evil" not in text
+    assert "# the agent's comment" in text and 'trust_level = "trusted"' in text
+    assert sorted(reverted) == ["mcp_servers", "notify", "profiles.p.notify"]
+
+
+def test_a_table_replaced_by_a_scalar_is_given_back_whole() -> None:
+    before = json.dumps({"tools": {"discoveryCommand": "ok"}}).encode()
+    content, _ = revert(
+        before, json.dumps({"tools": 5}).encode(), ("tools.discoveryCommand",), "json"
+    )
+
+    assert content is not None and json.loads(content) == {"tools": {"discoveryCommand": "ok"}}
+
+
+@pytest.mark.parametrize("data", [b"{not json", b"[1, 2]", b"\xff\xfe"])
+def test_what_does_not_parse_is_for_the_caller_to_restore_whole(data: bytes) -> None:
+    with pytest.raises(Unparseable):
+        revert(b"{}", data, CLAUDE_KEYS, "json")
+
+
+# -- through the snapshot
+
+
+def test_snapshot_keeps_ordinary_changes_and_says_what_it_reverted(tmp_path: Path) -> None:
+    config = tmp_path / "home" / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('model = "a"\n')
+    keys = {str(config): CODEX_KEYS}
+    snapshot.take(str(tmp_path / "snap"), [str(config)], keys)
+    config.write_text('model = "b"\nnotify = ["evil"]\n[projects."/w"]\ntrust_level = "trusted"\n')
+
+    lines = snapshot.restore(str(tmp_path / "snap"))
+
+    assert config.read_text() == 'model = "b"\n[projects."/w"]\ntrust_level = "trusted"\n'
+    assert lines == [
+        f"reverted notify in {config} (they define commands that run outside the sandbox); "
+        "kept its other changes"
+    ]
+
+
+def test_snapshot_keeps_a_new_settings_file_without_commands(tmp_path: Path) -> None:
+    settings = tmp_path / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    keys = {str(settings): ("hooks", "mcpServers")}
+    snapshot.take(str(tmp_path / "snap"), [str(settings)], keys)
+    settings.write_text('{"security": {"auth": {"selectedType": "gemini-api-key"}}}')
+
+    assert snapshot.restore(str(tmp_path / "snap")) == []
+    assert json.loads(settings.read_text())["security"]["auth"]["selectedType"] == "gemini-api-key"
+
+
+def test_snapshot_strips_commands_from_a_new_file_and_restores_unparseable_ones_whole(
+    tmp_path: Path,
+) -> None:
+    new = tmp_path / "new.json"
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"hooks": {}}')
+    keys = {str(new): ("mcpServers",), str(broken): ("hooks",)}
+    snapshot.take(str(tmp_path / "snap"), [str(new), str(broken)], keys)
+    new.write_text('{"mcpServers": {"x": {"command": "evil"}}, "theme": "dark"}')
+    broken.write_text('{"hooks": {"Stop": "evil"}, "oops"')
+
+    lines = snapshot.restore(str(tmp_path / "snap"))
+
+    assert json.loads(new.read_text()) == {"theme": "dark"}
+    assert broken.read_text() == '{"hooks": {}}'
+    assert lines[1] == f"restored {broken}"
+
+
+def test_without_keys_the_whole_file_is_restored_as_before(tmp_path: Path) -> None:
+    env = tmp_path / ".env"
+    env.write_text("A=1\n")
+    snapshot.take(str(tmp_path / "snap"), [str(env)])
+    env.write_text("A=2\nNODE_OPTIONS=--require=/tmp/evil.js\n")
+
+    assert snapshot.restore(str(tmp_path / "snap")) == [f"restored {env}"]
+    assert env.read_text() == "A=1\n"
