@@ -121,7 +121,8 @@ class Plan:
 
 
 def make_agent_dirs(policy: EffectivePolicy, agent: str) -> list[str]:
-    """Create the agent's writable directories that do not exist yet; return those created.
+    """Create the agent's writable (and ``cache:``) directories that do not exist yet; return
+    those created.
 
     A missing path is not mounted (there is nothing to bind), so on a first run the agent's
     ``~/.codex`` or ``~/.local/share/opencode`` would stay read-only — and the agent could not
@@ -135,7 +136,7 @@ def make_agent_dirs(policy: EffectivePolicy, agent: str) -> list[str]:
     home = os.path.realpath(policy.home)
     hidden = [e.path for e in (*policy.fs, *policy.protected) if e.mode in ("deny", "deny-write")]
     for entry in policy.fs:
-        if entry.source != f"agent:{agent}" or entry.mode not in ("rw", "rw-prefix"):
+        if entry.source != f"agent:{agent}" or entry.mode not in ("rw", "rw-prefix", "cache"):
             continue
         path = os.path.normpath(entry.path)
         if os.path.lexists(path) or any(pathrules.under(path, d) for d in hidden):

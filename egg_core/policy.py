@@ -356,6 +356,14 @@ def resolve_policy(
             continue
         fs.append(FsEntry(mode, path, f"agent:{agent}"))
         drilled.append(hole)
+    for grant in profile.cache_dirs:
+        path = _abs(grant.value, home_p, home_p)
+        hole = DrilledHole("cache_dir", path, agent, grant.reason)
+        if any(_under(path, d) for d in denied):
+            suppressed.append(attrs.evolve(hole, reason=f"{grant.reason}; denied"))
+            continue
+        fs.append(FsEntry("cache", path, f"agent:{agent}"))
+        drilled.append(hole)
     home_files = []
     for grant in profile.home_files:
         path = _abs(grant.value, home_p, home_p)

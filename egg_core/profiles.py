@@ -96,6 +96,10 @@ class AgentProfile:
     #: hook-bearing files in the *workspace* (relative to it), snapshotted like settings_files:
     #: the workspace is writable, and these run outside the sandbox later
     project_settings_files: tuple[Grant, ...] = attrs.field(default=(), converter=to_tuple)
+    #: directories (relative to $HOME) the agent fills with code it downloads and that code on
+    #: the host may load: the sandbox gets its own copy there (a ``cache:`` rule), never the
+    #: host's, so nothing it installs runs outside later
+    cache_dirs: tuple[Grant, ...] = attrs.field(default=(), converter=to_tuple)
     #: per settings file (the relative path as in ``settings_files`` or
     #: ``project_settings_files``, JSON or TOML): the dotted key paths that define commands the
     #: agent runs on the host (hooks, MCP servers, notify programs; ``*`` matches any key at its

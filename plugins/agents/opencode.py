@@ -6,12 +6,21 @@ Sources checked (stored copies, 2026):
   OPENCODE_DISABLE_AUTOUPDATE), credentials in ~/.local/share/opencode/auth.json.
 - troubleshooting.mdx: data in ~/.local/share/opencode (one SQLite database since v1.2),
   TUI state in ~/.local/state/opencode, provider packages in ~/.cache/opencode.
-- models-dev.ts: the model catalog at models.dev.
+- models-dev.ts: the model catalog; 1.18 fetches it from models.opencode.ai (the binary: the
+  URL, OPENCODE_MODELS_URL, OPENCODE_DISABLE_MODELS_FETCH), models.dev in older releases.
+- 1.18 on first start (seen with the real CLI from npm in a fresh home): writes
+  ~/.config/opencode/.gitignore and package.json and runs ``npm install @opencode-ai/plugin``
+  there on every start (a failure is tolerated); its data in ~/.local/share/opencode
+  (opencode.db), locks in ~/.local/state/opencode, binaries in ~/.cache/opencode/bin.
 - the interactive TUI has no skip-permissions flag (``--auto`` exists only on ``opencode run``);
   OPENCODE_PERMISSION='{"*":"allow"}' works for every mode (webcoyote/sandvault PR #111).
 - providers: opencode talks to whichever provider is configured; the three common APIs are drilled,
-  anything else is the user's to allow in egg.yaml. ~/.config/opencode stays read-only (it holds
-  plugins that run in-process), so nothing there needs a snapshot.
+  anything else is the user's to allow in egg.yaml.
+- ~/.config/opencode is writable (it must be, from the first start), but what runs from it is
+  guarded: its config files' ``plugin``, ``mcp``, ``formatter`` and ``lsp`` keys (commands and
+  in-process plugins: config.ts) and package.json's dependencies and scripts are put back after a
+  run, its local plugin directories are read-only, and its node_modules is the sandbox's own copy
+  (a ``cache:`` rule), so an install inside never lands where the host's opencode loads it.
 """
 
 from __future__ import annotations
@@ -19,12 +28,25 @@ from __future__ import annotations
 from egg_core.hookspecs import RegisterAgent, hookimpl
 from egg_core.profiles import AgentProfile, EnvDefault, Grant
 
+#: config keys that start programs or load code on the host
+_CONFIG_COMMANDS = ("plugin", "mcp", "formatter", "lsp")
+#: package.json keys that make an install run code
+_PACKAGE_COMMANDS = (
+    "scripts",
+    "dependencies",
+    "devDependencies",
+    "optionalDependencies",
+    "peerDependencies",
+    "overrides",
+)
+
 PROFILE = AgentProfile(
     name="opencode",
     description="opencode, the open-source terminal coding agent",
     binary="opencode",
     domains=[
-        Grant("models.dev", "the model catalog opencode loads at start"),
+        Grant("models.opencode.ai", "the model catalog opencode loads at start"),
+        Grant("models.dev", "the model catalog (releases before 1.18)"),
         Grant("opencode.ai", "OpenCode Zen models and session sharing"),
         Grant("api.anthropic.com", "the Anthropic provider"),
         Grant("api.openai.com", "the OpenAI provider"),
@@ -38,6 +60,8 @@ PROFILE = AgentProfile(
         Grant("OPENROUTER_API_KEY", "the OpenRouter provider's key"),
         Grant("OPENCODE_CONFIG", "points at an alternative config file"),
         Grant("OPENCODE_CONFIG_CONTENT", "inline config"),
+        Grant("OPENCODE_CONFIG_DIR", "an extra config directory (agents, commands, plugins)"),
+        Grant("OPENCODE_DISABLE_MODELS_FETCH", "keeps the model catalog offline"),
     ],
     set_env=[
         EnvDefault("OPENCODE_DISABLE_AUTOUPDATE", "1", "the installation is read-only inside"),
@@ -53,7 +77,36 @@ PROFILE = AgentProfile(
         Grant(".local/share/opencode", "sessions database, credentials and logs"),
         Grant(".local/state/opencode", "TUI state"),
         Grant(".cache/opencode", "model catalog and provider packages"),
+        Grant(".config/opencode", "its config directory: written on the first start"),
     ],
+    cache_dirs=[
+        Grant(
+            ".config/opencode/node_modules",
+            "it installs its plugin SDK there on every start; the host's plugins import from it",
+        ),
+    ],
+    settings_files=[
+        Grant(".config/opencode/opencode.json", "MCP commands, plugins, formatters, LSP servers"),
+        Grant(".config/opencode/opencode.jsonc", "MCP commands, plugins, formatters, LSP servers"),
+        Grant(".config/opencode/config.json", "MCP commands, plugins, formatters, LSP servers"),
+        Grant(".config/opencode/package.json", "dependencies its start-up install fetches"),
+    ],
+    code_dirs=[
+        Grant(".config/opencode/plugin", "local plugins it loads in-process"),
+        Grant(".config/opencode/plugins", "local plugins it loads in-process"),
+    ],
+    project_code_dirs=[
+        Grant(".opencode/plugin", "project plugins it loads in-process"),
+        Grant(".opencode/plugins", "project plugins it loads in-process"),
+    ],
+    command_keys={
+        "opencode.json": _CONFIG_COMMANDS,
+        "opencode.jsonc": _CONFIG_COMMANDS,
+        ".config/opencode/opencode.json": _CONFIG_COMMANDS,
+        ".config/opencode/opencode.jsonc": _CONFIG_COMMANDS,
+        ".config/opencode/config.json": _CONFIG_COMMANDS,
+        ".config/opencode/package.json": _PACKAGE_COMMANDS,
+    },
     project_settings_files=[
         Grant("opencode.json", "project config: MCP commands, plugins, formatters"),
         Grant("opencode.jsonc", "project config: MCP commands, plugins, formatters"),

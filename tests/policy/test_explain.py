@@ -62,7 +62,14 @@ def test_explain_json_keys(egg_cli, project):
     assert all(set(e) == {"mode", "path", "source"} for e in data["fs"])
     for hole in data["drilled"] + data["derived"] + data["suppressed"]:
         assert set(hole) == {"kind", "value", "agent", "reason"}
-        assert hole["kind"] in ("domain", "write_dir", "home_file", "env", "local_port")
+        assert hole["kind"] in (
+            "domain",
+            "write_dir",
+            "home_file",
+            "cache_dir",
+            "env",
+            "local_port",
+        )
     assert data["platform"] == "linux-ns"
     assert data["command"][-1] == "claude"
 

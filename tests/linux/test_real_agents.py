@@ -1,0 +1,279 @@
+"""The real agent CLIs, installed from npm, under egg, from a fresh home (the real-agent tier).
+
+Each agent talks to a stand-in model server on the host's loopback
+(:mod:`egg_core.testing.modelserver`), forwarded into the sandbox with ``network: {local_ports:
+[PORT]}``; it starts, completes a turn, writes its transcript, and leaves the home with only its
+own state changed. The CLIs are installed once (pinned versions) into a cache directory that
+outlives the clone: ``$EGG_TEST_AGENTS_DIR``, default ``/var/cache/egg-test-agents``. When npm
+cannot install them the tier fails; it is never skipped.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from egg_core.testing.modelserver import ModelServer
+
+from .conftest import Box, Result
+
+#: pinned: the versions the profiles were checked against (see each agent plugin's docstring)
+PACKAGES = {
+    "claude": "@anthropic-ai/claude-code@2.1.332",
+    "codex": "@openai/codex@0.171.0",
+    "gemini": "@google/gemini-cli@0.61.0",
+    "opencode": "opencode-ai@1.18.33",
+}
+ANSWER = "EGG-ANSWER-OK"
+DEFAULT_DIR = "/var/cache/egg-test-agents"
+
+
+@pytest.fixture(scope="session")
+def agent_bin() -> Path:
+    """The directory holding the four CLIs, installed with npm once per set of versions."""
+    base = Path(os.environ.get("EGG_TEST_AGENTS_DIR", DEFAULT_DIR))
+    key = hashlib.sha256(" ".join(sorted(PACKAGES.values())).encode()).hexdigest()[:12]
+    target = base / key
+    marker = target / "installed"
+    if not marker.exists():
+        npm = shutil.which("npm")
+        if npm is None:
+            pytest.fail("the real-agent tier needs npm (Node.js 20 or later); it is not on PATH")
+        base.mkdir(parents=True, exist_ok=True)
+        base.chmod(0o755)
+        with open(base / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not marker.exists():
+                _install(npm, target)
+    return target / "node_modules" / ".bin"
+
+
+def _install(npm: str, target: Path) -> None:
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(mode=0o755)
+    proc = subprocess.run(
+        [npm, "install", "--no-audit", "--no-fund", "--prefix", str(target), *PACKAGES.values()],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    if proc.returncode != 0:
+        pytest.fail(
+            f"npm could not install the agent CLIs into {target} (exit {proc.returncode}); the "
+            f"real-agent tier cannot run without them:\n{proc.stderr[-3000:]}"
+        )
+    (target / "installed").write_text(json.dumps(PACKAGES) + "\n")
+
+
+@pytest.fixture
+def model() -> Iterator[ModelServer]:
+    with ModelServer(answer=ANSWER) as server:
+        yield server
+
+
+# -- what a home looks like, to check that a run changed only the agent's own state
+
+
+def home_state(home: Path) -> dict[str, Any]:
+    """Every path under the home with what it is and holds (files: a digest)."""
+    state: dict[str, Any] = {}
+    for root, dirs, files in os.walk(home):
+        for name in dirs + files:
+            path = Path(root) / name
+            st = path.lstat()
+            if path.is_symlink():
+                state[str(path)] = ("link", os.readlink(path))
+            elif path.is_file():
+                state[str(path)] = ("file", hashlib.sha256(path.read_bytes()).hexdigest())
+            else:
+                state[str(path)] = ("dir" if path.is_dir() else "other", st.st_mode)
+    return state
+
+
+def own_state(box: Box, agent: str) -> tuple[list[str], list[str]]:
+    """The agent's own places, as ``egg explain`` lists them: (trees — its writable directories,
+    its home files, $EGG_HOME —, prefixes — a ``rw-prefix`` directory such as ~/.claude also
+    covers the names that start with it, ~/.claude.json)."""
+    result = box.run("explain", agent, "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    mine = [e for e in data["fs"] if e["source"] == f"agent:{agent}"]
+    trees = [e["path"] for e in mine if e["mode"] == "rw"]
+    trees += [h["value"] for h in data["drilled"] if h["kind"] == "home_file"]
+    prefixes = [e["path"] for e in mine if e["mode"] == "rw-prefix"]
+    return [*trees, str(box.egg_home)], prefixes
+
+
+def changed_outside(
+    before: dict[str, Any], after: dict[str, Any], own: tuple[list[str], list[str]]
+) -> list[str]:
+    trees, prefixes = own
+
+    def mine(path: str) -> bool:
+        return (
+            any(path == t or path.startswith(t.rstrip("/") + "/") for t in trees)
+            or any(path.startswith(p) for p in prefixes)
+            # a directory egg made on the way to one of them (~/.local for ~/.local/share/x)
+            or (after.get(path, ("",))[0] == "dir" and any(t.startswith(path + "/") for t in trees))
+        )
+
+    paths = set(before) | set(after)
+    return sorted(p for p in paths if before.get(p) != after.get(p) and not mine(p))
+
+
+def run_agent(
+    box: Box,
+    model: ModelServer,
+    agent: str,
+    agent_bin: Path,
+    argv: list[str],
+    env: dict[str, str] | None = None,
+    allow_env: tuple[str, ...] = (),
+) -> tuple[Result, dict[str, Any]]:
+    """Run the agent under egg; (its result, the home as it was right before)."""
+    box.config({"network": {"local_ports": [model.port]}, "env": list(allow_env)})
+    before = home_state(box.home)
+    binary = agent_bin / argv[0]
+    path = f"{agent_bin}:/usr/local/bin:/usr/bin:/bin"
+    result = box.exec(
+        str(binary),
+        *argv[1:],
+        options=["--agent", agent],
+        env={"PATH": path, **(env or {})},
+        timeout=180,
+    )
+    return result, before
+
+
+def check_run(box: Box, agent: str, result: Result, before: dict[str, Any]) -> None:
+    assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    assert ANSWER in result.stdout, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    outside = changed_outside(before, home_state(box.home), own_state(box, agent))
+    assert outside == [], outside
+
+
+# -- the agents
+
+
+def test_claude_code(box: Box, model: ModelServer, agent_bin: Path) -> None:
+    result, before = run_agent(
+        box,
+        model,
+        "claude",
+        agent_bin,
+        ["claude", "-p", "hi"],
+        env={"ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "sk-ant-egg-test"},
+    )
+
+    check_run(box, "claude", result, before)
+    transcripts = list((box.home / ".claude" / "projects").glob("*/*.jsonl"))
+    assert transcripts and ANSWER in transcripts[0].read_text()
+    # its state file was replaced atomically inside and written back
+    state = json.loads((box.home / ".claude.json").read_text())
+    assert state.get("numStartups", 0) >= 1 or "userID" in state, state
+    assert any(path.endswith("/v1/messages?beta=true") for _, path in model.requests)
+
+
+CODEX_CONFIG = """model_provider = "egg"
+model = "egg-model"
+
+[analytics]
+enabled = false
+
+[features]
+plugins = false
+
+[model_providers.egg]
+name = "egg"
+base_url = "{url}/v1"
+wire_api = "responses"
+supports_websockets = false
+"""
+
+
+def test_codex(box: Box, model: ModelServer, agent_bin: Path) -> None:
+    box.write(".codex/config.toml", CODEX_CONFIG.format(url=model.url), 0o600)
+
+    result, before = run_agent(
+        box, model, "codex", agent_bin, ["codex", "exec", "--skip-git-repo-check", "hi"]
+    )
+
+    check_run(box, "codex", result, before)
+    rollouts = list((box.home / ".codex" / "sessions").glob("*/*/*/rollout-*.jsonl"))
+    assert rollouts and ANSWER in rollouts[0].read_text()
+    # the user's provider survives the run (the settings guard leaves ordinary keys alone)
+    assert 'model_provider = "egg"' in (box.home / ".codex" / "config.toml").read_text()
+
+
+GEMINI_SETTINGS = {
+    "security": {"auth": {"selectedType": "gemini-api-key"}},
+    "privacy": {"usageStatisticsEnabled": False},
+}
+
+
+def test_gemini_cli(box: Box, model: ModelServer, agent_bin: Path) -> None:
+    box.write(".gemini/settings.json", json.dumps(GEMINI_SETTINGS), 0o600)
+
+    result, before = run_agent(
+        box,
+        model,
+        "gemini",
+        agent_bin,
+        ["gemini", "--skip-trust", "-p", "hi"],
+        env={"GEMINI_API_KEY": "egg-test-key", "GOOGLE_GEMINI_BASE_URL": model.url},
+    )
+
+    check_run(box, "gemini", result, before)
+    chats = list((box.home / ".gemini" / "tmp").glob("*/chats/session-*"))
+    assert chats and ANSWER in chats[0].read_text()
+    assert json.loads((box.home / ".gemini" / "settings.json").read_text()) == GEMINI_SETTINGS
+
+
+def opencode_config(url: str) -> str:
+    provider = {
+        "npm": "@ai-sdk/openai-compatible",
+        "name": "egg",
+        "options": {"baseURL": f"{url}/v1", "apiKey": "egg-test-key"},
+        "models": {"egg-model": {"name": "egg-model"}},
+    }
+    config = {
+        "model": "egg/egg-model",
+        "autoupdate": False,
+        "share": "disabled",
+        "provider": {"egg": provider},
+    }
+    return json.dumps(config)
+
+
+def test_opencode(box: Box, model: ModelServer, agent_bin: Path) -> None:
+
+    result, before = run_agent(
+        box,
+        model,
+        "opencode",
+        agent_bin,
+        ["opencode", "run", "hi"],
+        env={
+            "OPENCODE_CONFIG_CONTENT": opencode_config(model.url),
+            "OPENCODE_DISABLE_MODELS_FETCH": "1",
+            # its start-up plugin install goes to the stand-in (a 404), not the internet
+            "npm_config_registry": f"{model.url}/npm/",
+        },
+        allow_env=("OPENCODE_DISABLE_MODELS_FETCH", "npm_config_registry"),
+    )
+
+    check_run(box, "opencode", result, before)
+    database = box.home / ".local" / "share" / "opencode" / "opencode.db"
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
+        (parts,) = db.execute("SELECT count(*) FROM part WHERE data LIKE ?", (f"%{ANSWER}%",))
+    assert parts[0] >= 1
