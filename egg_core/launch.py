@@ -159,26 +159,29 @@ WORKSPACE_HOOK_FILES = (".envrc",)
 def settings_files(policy: EffectivePolicy, profile: AgentProfile, config: Any) -> list[str]:
     """The agent's settings in $HOME and in the workspace, direnv's .envrc, an egg.yaml
     ``agent_settings`` override: what a run snapshots and restores."""
-    home, cwd = Path(policy.home), Path(policy.cwd)
-    files = [home / grant.value for grant in profile.settings_files]
+    cwd = Path(policy.cwd)
+    files = [Path(policy.home_path(grant.value)) for grant in profile.settings_files]
     files += [cwd / grant.value for grant in profile.project_settings_files]
     files += [cwd / name for name in WORKSPACE_HOOK_FILES]
     override = config.agent_settings_map.get(profile.name)
     if override:
-        files.append(Path(os.path.expanduser(override.replace("~", str(home), 1))))
+        files.append(Path(os.path.expanduser(override.replace("~", policy.home, 1))))
     return [str(path) for path in dict.fromkeys(files)]
 
 
 def settings_keys(policy: EffectivePolicy, profile: AgentProfile) -> dict[str, tuple[str, ...]]:
     """The command-defining key paths of each settings file the profile names them for, by the
     file's absolute path (home and workspace files alike): only these are put back after a run."""
-    home, cwd = Path(policy.home), Path(policy.cwd)
+    cwd = Path(policy.cwd)
     found: dict[str, tuple[str, ...]] = {}
-    for grants, base in ((profile.settings_files, home), (profile.project_settings_files, cwd)):
-        for grant in grants:
-            keys = profile.command_keys.get(grant.value)
-            if keys:
-                found[str(base / grant.value)] = keys
+    for grant in profile.settings_files:
+        keys = profile.command_keys.get(grant.value)
+        if keys:
+            found[policy.home_path(grant.value)] = keys
+    for grant in profile.project_settings_files:
+        keys = profile.command_keys.get(grant.value)
+        if keys:
+            found[str(cwd / grant.value)] = keys
     return found
 
 
@@ -207,7 +210,7 @@ def persistence_guards(policy: EffectivePolicy, profile: AgentProfile, config: A
     named, links = settings_code.named_entries(
         profile, settings, policy.home, policy.cwd, writable, roots
     )
-    code, watch = settings_code.code_dir_entries(profile, policy.home, policy.cwd, writable)
+    code, watch = settings_code.code_dir_entries(profile, policy, writable)
     protected = (*policy.protected, *guard.entries, *code, *named)
     return Guards(
         attrs.evolve(policy, protected=protected), guard.state, [*settings, *links], watch

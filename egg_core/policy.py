@@ -131,11 +131,18 @@ class EffectivePolicy:
     clipboard: bool = False
     #: the agent's files at the top of $HOME it replaces atomically (see egg_core.homefiles)
     home_files: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
+    #: (home-relative prefix, absolute path) for each of the agent's relocations in force
+    relocated: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=to_tuple)
     drilled: tuple[DrilledHole, ...] = attrs.field(default=(), converter=to_tuple)
     derived: tuple[DrilledHole, ...] = attrs.field(default=(), converter=to_tuple)
     suppressed: tuple[DrilledHole, ...] = attrs.field(default=(), converter=to_tuple)
 
     # -- views used by platforms
+
+    def home_path(self, relative: str) -> str:
+        """Where the agent's home-relative ``relative`` is, with its relocations applied
+        (``.codex/config.toml`` is ``$CODEX_HOME/config.toml`` when that is set)."""
+        return home_path(relative, self.home, self.relocated)
 
     def paths(self, *modes: str) -> list[str]:
         return [e.path for e in self.fs if e.mode in modes]
@@ -316,6 +323,31 @@ def launcher_paths(environ: Mapping[str, str]) -> list[str]:
     return [p for p in unique if not any(q != p and _under(p, q) for q in unique)]
 
 
+def home_path(relative: str, home: str, relocated: Sequence[tuple[str, str]]) -> str:
+    """``relative`` under ``home``, or under the relocation whose prefix it starts with."""
+    for prefix, target in sorted(relocated, key=lambda pair: -len(pair[0])):
+        if relative == prefix or relative.startswith(prefix + "/"):
+            return os.path.normpath(target + relative[len(prefix) :])
+    return os.path.normpath(os.path.join(home, relative))
+
+
+def relocations(
+    profile: AgentProfile, home: str, environ: Mapping[str, str]
+) -> list[tuple[str, str]]:
+    """The profile's relocations set in ``environ``: (prefix, absolute path). ``~`` is the home;
+    a relative value is taken from the home too (egg does not guess a working directory)."""
+    found = []
+    for move in profile.relocations:
+        value = environ.get(move.variable, "").strip()
+        if not value:
+            continue
+        if value == "~" or value.startswith("~/"):
+            value = home + value[1:]
+        base = os.path.join(home, value)  # an absolute value replaces the home
+        found.append((move.prefix, os.path.normpath(os.path.join(base, move.inside))))
+    return found
+
+
 def resolve_policy(
     config: EggConfig,
     profile: AgentProfile,
@@ -343,10 +375,13 @@ def resolve_policy(
     # -- filesystem
     fs = [FsEntry(r.mode, _abs(r.path, home_p, cwd_p), r.source or "egg.yaml") for r in config.fs]
     denied = [e.path for e in fs if e.mode == "deny"]
+    relocated = relocations(profile, str(home_p), environ)
     for grant, mode in [(g, "rw") for g in profile.write_dirs] + [
         (g, "rw-prefix") for g in profile.write_prefix_dirs
     ]:
-        path = _abs(grant.value, home_p, home_p)
+        path = home_path(grant.value, str(home_p), relocated)
+        if mode == "rw-prefix" and path != str(home_p / grant.value):
+            mode = "rw"  # moved: its siblings there are not the agent's
         blocker = next((d for d in denied if _under(path, d) and d != "/"), None)
         hole = DrilledHole("write_dir", path, agent, grant.reason)
         if blocker is not None:
@@ -357,7 +392,7 @@ def resolve_policy(
         fs.append(FsEntry(mode, path, f"agent:{agent}"))
         drilled.append(hole)
     for grant in profile.cache_dirs:
-        path = _abs(grant.value, home_p, home_p)
+        path = home_path(grant.value, str(home_p), relocated)
         hole = DrilledHole("cache_dir", path, agent, grant.reason)
         if any(_under(path, d) for d in denied):
             suppressed.append(attrs.evolve(hole, reason=f"{grant.reason}; denied"))
@@ -366,7 +401,7 @@ def resolve_policy(
         drilled.append(hole)
     home_files = []
     for grant in profile.home_files:
-        path = _abs(grant.value, home_p, home_p)
+        path = home_path(grant.value, str(home_p), relocated)
         hole = DrilledHole("home_file", path, agent, grant.reason)
         if any(_under(path, d) for d in denied):
             suppressed.append(attrs.evolve(hole, reason=f"{grant.reason}; denied"))
@@ -500,6 +535,7 @@ def resolve_policy(
         persistence_guards=config.persistence_guards,
         clipboard=config.clipboard,
         home_files=tuple(home_files),
+        relocated=tuple(relocated),
         drilled=drilled,
         derived=derived,
         suppressed=suppressed,

@@ -51,6 +51,17 @@ class PortGrant:
     reason: str
 
 
+@attrs.frozen
+class Relocation:
+    """A variable that moves part of the agent's home state: with ``variable`` set on the host,
+    the home-relative path ``prefix`` (and everything under it) lives at ``$variable/inside``
+    instead, and that is what the sandbox may write (``CODEX_HOME`` moves ``.codex``)."""
+
+    prefix: str
+    variable: str
+    inside: str = ""
+
+
 @attrs.frozen(kw_only=True)
 class ArgvRequest:
     """What the caller wants from the agent's command line."""
@@ -100,6 +111,9 @@ class AgentProfile:
     #: the host may load: the sandbox gets its own copy there (a ``cache:`` rule), never the
     #: host's, so nothing it installs runs outside later
     cache_dirs: tuple[Grant, ...] = attrs.field(default=(), converter=to_tuple)
+    #: variables that move the agent's state elsewhere (see :class:`Relocation`); egg then
+    #: writes, snapshots and guards the place they name instead of the home path
+    relocations: tuple[Relocation, ...] = attrs.field(default=(), converter=to_tuple)
     #: per settings file (the relative path as in ``settings_files`` or
     #: ``project_settings_files``, JSON or TOML): the dotted key paths that define commands the
     #: agent runs on the host (hooks, MCP servers, notify programs; ``*`` matches any key at its

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from egg_core.policy import SEED_DIRECTORY, FsEntry
+from egg_core.policy import SEED_DIRECTORY, EffectivePolicy, FsEntry
 from egg_core.profiles import AgentProfile
 from egg_core.safeio import read_text
 
@@ -45,14 +45,14 @@ _PATH = re.compile(
 
 
 def code_dir_entries(
-    profile: AgentProfile, home: str, cwd: str, writable: Callable[[str], bool]
+    profile: AgentProfile, policy: EffectivePolicy, writable: Callable[[str], bool]
 ) -> tuple[list[FsEntry], list[str]]:
     """The agent's code directories that the sandbox could write: read-only, seeded if missing;
     and those that cannot be held because their parent is missing too (to check afterwards)."""
     entries = []
     watch = []
-    wanted = [(os.path.join(home, g.value), g.reason) for g in profile.code_dirs]
-    wanted += [(os.path.join(cwd, g.value), g.reason) for g in profile.project_code_dirs]
+    wanted = [(policy.home_path(g.value), g.reason) for g in profile.code_dirs]
+    wanted += [(os.path.join(policy.cwd, g.value), g.reason) for g in profile.project_code_dirs]
     for path, reason in wanted:
         source = f"egg: {profile.name}: {reason}"
         if os.path.lexists(path):

@@ -26,7 +26,7 @@ Sources checked (stored copies, 2026):
 from __future__ import annotations
 
 from egg_core.hookspecs import RegisterAgent, hookimpl
-from egg_core.profiles import AgentProfile, EnvDefault, Grant, PlatformGrant
+from egg_core.profiles import AgentProfile, EnvDefault, Grant, PlatformGrant, Relocation
 
 #: settings keys whose values are commands claude runs on the host (see the module docstring)
 _SETTINGS_COMMANDS = (
@@ -55,6 +55,10 @@ PROFILE = AgentProfile(
         Grant("CLAUDE_CODE_OAUTH_TOKEN", "long-lived subscription token from `claude setup-token`"),
         Grant("ANTHROPIC_BASE_URL", "routes the API to a gateway or local server"),
         Grant("ANTHROPIC_CUSTOM_HEADERS", "extra headers a gateway requires"),
+        Grant(
+            "CLAUDE_CONFIG_DIR",
+            "relocates ~/.claude and ~/.claude.json (then that directory is writable)",
+        ),
         Grant("ANTHROPIC_MODEL", "the model to use"),
         Grant("ANTHROPIC_DEFAULT_OPUS_MODEL", "model alias override"),
         Grant("ANTHROPIC_DEFAULT_SONNET_MODEL", "model alias override"),
@@ -98,6 +102,10 @@ PROFILE = AgentProfile(
         Grant(".claude/settings.json", "project hooks run by claude outside a session too"),
         Grant(".claude/settings.local.json", "local project hooks and permissions"),
         Grant(".mcp.json", "project MCP server commands claude starts"),
+    ],
+    relocations=[
+        Relocation(".claude", "CLAUDE_CONFIG_DIR"),
+        Relocation(".claude.json", "CLAUDE_CONFIG_DIR", ".claude.json"),
     ],
     command_keys={
         ".claude/settings.json": _SETTINGS_COMMANDS,

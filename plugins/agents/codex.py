@@ -14,12 +14,26 @@ Sources checked (stored copies, 2026):
   (codex-rs/exec/src/cli.rs) disables Codex's own sandbox, which cannot nest inside egg's
   namespaces. --full-auto (wingthing's choice) was deprecated in 0.128 and removed in 0.147.
 - the wingthing profile names .codex/settings.json, a file Codex does not have.
+- 0.171 (the real CLI from npm, run against a loopback stand-in): OPENAI_BASE_URL is ignored
+  (the binary reads it only in its network-proxy code); the endpoint comes from config.toml —
+  ``openai_base_url`` or a ``model_providers`` entry with ``model_provider``. So no variable
+  routes Codex's API, and egg derives no provider hole from one. CODEX_HOME is honoured.
 """
 
 from __future__ import annotations
 
 from egg_core.hookspecs import RegisterAgent, hookimpl
-from egg_core.profiles import AgentProfile, ArgvRequest, Grant, PlatformGrant
+from egg_core.profiles import AgentProfile, ArgvRequest, Grant, PlatformGrant, Relocation
+
+#: config.toml keys whose values are programs Codex starts on the host (each profile's too)
+_CONFIG_COMMANDS = (
+    "notify",
+    "mcp_servers",
+    "profiles.*.notify",
+    "profiles.*.mcp_servers",
+    "model_providers.*.auth",
+    "hooks",
+)
 
 
 def build_argv(profile: AgentProfile, request: ArgvRequest) -> list[str]:
@@ -45,10 +59,14 @@ PROFILE = AgentProfile(
         Grant("OPENAI_API_KEY", "API-key authentication"),
         Grant("CODEX_API_KEY", "API-key authentication for non-interactive runs"),
         Grant("CODEX_ACCESS_TOKEN", "ChatGPT access-token authentication"),
-        Grant("OPENAI_BASE_URL", "routes the API to a gateway or local server"),
+        Grant(
+            "OPENAI_BASE_URL",
+            "read by tools and SDKs the agent runs (Codex itself takes its endpoint from "
+            "config.toml: openai_base_url or model_providers)",
+        ),
         Grant("OPENAI_ORGANIZATION", "selects the OpenAI organization"),
         Grant("OPENAI_PROJECT", "selects the OpenAI project"),
-        Grant("CODEX_HOME", "relocates Codex's state directory"),
+        Grant("CODEX_HOME", "relocates Codex's state directory (then that one is writable)"),
     ],
     platform_env=[
         PlatformGrant("darwin", "XPC_SERVICE_NAME", "macOS Keychain access (keyring credentials)"),
@@ -66,7 +84,10 @@ PROFILE = AgentProfile(
         Grant(".codex/config.toml", "project config with notify programs and MCP commands"),
         Grant(".codex/hooks.json", "project hooks run outside a session too"),
     ],
-    provider_url_vars=["OPENAI_BASE_URL", "CODEX_OSS_BASE_URL"],
+    relocations=[Relocation(".codex", "CODEX_HOME")],
+    command_keys={
+        ".codex/config.toml": _CONFIG_COMMANDS,
+    },
     session_dir=".codex/sessions",
     resume_flag="resume",
     skip_permissions_flag="--dangerously-bypass-approvals-and-sandbox",

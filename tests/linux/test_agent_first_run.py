@@ -174,3 +174,22 @@ def test_a_state_file_swapped_for_a_symlink_or_fifo_is_not_followed(box: Box, pl
     assert result.returncode == 0, result.stderr
     assert (box.home / ".claude.json").read_text() == '{"numStartups": 1}'
     assert ".claude.json" not in result.stderr  # nothing written back, so nothing to restore
+
+
+def test_codex_home_names_the_writable_state_dir_and_its_config_is_guarded(box: Box) -> None:
+    moved = box.home / "state" / "codex"
+    box.mkdir("state")
+    box.write("state/codex/config.toml", 'model = "a"\n', 0o600)
+    code = (
+        "import os\n"
+        "home = os.environ['CODEX_HOME']\n"
+        "open(os.path.join(home, 'config.toml'), 'a').write('notify = [\"/tmp/evil\"]\\n')\n"
+        "os.makedirs(os.path.join(home, 'sessions'))\n"
+        "report(default=attempt(os.makedirs, os.path.expanduser('~/.codex/x')))\n"
+    )
+
+    found = box.probe(code, options=["--agent", "codex"], env={"CODEX_HOME": str(moved)})
+
+    assert (moved / "sessions").is_dir()
+    assert (moved / "config.toml").read_text() == 'model = "a"\n'
+    assert found["default"] == "EROFS"

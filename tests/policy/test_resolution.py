@@ -61,7 +61,7 @@ def test_agent_domains_none_with_no_domains_means_no_network():
     ("agent", "variable", "vendor"),
     [
         ("claude", "ANTHROPIC_BASE_URL", "api.anthropic.com"),
-        ("codex", "OPENAI_BASE_URL", "api.openai.com"),
+        ("gemini", "GOOGLE_GEMINI_BASE_URL", "generativelanguage.googleapis.com"),
     ],
 )
 def test_https_provider_url_replaces_vendor_domains_with_its_exact_host(agent, variable, vendor):
@@ -75,7 +75,8 @@ def test_https_provider_url_replaces_vendor_domains_with_its_exact_host(agent, v
 
 
 @pytest.mark.parametrize(
-    ("agent", "variable"), [("claude", "ANTHROPIC_BASE_URL"), ("codex", "OPENAI_BASE_URL")]
+    ("agent", "variable"),
+    [("claude", "ANTHROPIC_BASE_URL"), ("gemini", "GOOGLE_GEMINI_BASE_URL")],
 )
 @pytest.mark.parametrize(
     "url", ["http://localhost:4000", "http://127.0.0.1:4000/v1", "http://[::1]:4000"]
@@ -86,6 +87,14 @@ def test_loopback_provider_url_becomes_a_forwarded_local_port(agent, variable, u
     assert policy.domains == ()
     assert policy.network_need == NEED_LOCAL
     assert [(h.kind, h.value) for h in policy.derived] == [("local_port", "4000")]
+
+
+def test_openai_base_url_does_not_route_codex():
+    """Codex 0.171 ignores the variable (its endpoint is in config.toml): egg keeps its domains
+    rather than replace them with a host Codex never talks to."""
+    policy = resolve("codex", environ={"OPENAI_BASE_URL": "https://llm-gw.corp.example/v1"})
+    assert "api.openai.com" in policy.domains
+    assert "llm-gw.corp.example" not in policy.domains
 
 
 def test_ollama_port_is_derived():
@@ -213,3 +222,31 @@ def test_unsandboxed_config_requires_only_full_network():
     policy = resolve_policy(unsandboxed_config(), profile("shell"), home=HOME, cwd=CWD, environ={})
     assert not policy.requires_sandbox
     assert set(policy.required_capabilities()) == {"net.full"}
+
+
+@pytest.mark.parametrize(
+    ("agent", "variable", "moved", "home_dir"),
+    [
+        ("codex", "CODEX_HOME", "/srv/codex-state", "/home/dev/.codex"),
+        ("claude", "CLAUDE_CONFIG_DIR", "/srv/claude-state", "/home/dev/.claude"),
+    ],
+)
+def test_a_relocating_variable_moves_the_writable_state_dir(agent, variable, moved, home_dir):
+    """The directory the variable names is the writable one (and the home's is not)."""
+    policy = resolve(agent, environ={variable: moved})
+
+    writable = {e.path: e.mode for e in policy.fs if e.source == f"agent:{agent}"}
+    assert writable.get(moved) == "rw"
+    assert home_dir not in writable
+    assert variable in policy.env_names
+
+
+def test_claude_config_dir_moves_its_state_file_and_settings_too():
+    from egg_core.launch import settings_files
+
+    policy = resolve("claude", environ={"CLAUDE_CONFIG_DIR": "~/alt"})
+    files = settings_files(policy, profile("claude"), config(""))
+
+    assert policy.home_files == ("/home/dev/alt/.claude.json",)
+    assert "/home/dev/alt/settings.json" in files and "/home/dev/alt/.claude.json" in files
+    assert "/home/dev/.claude/settings.json" not in files
