@@ -12,8 +12,12 @@ Sources checked (stored copies, 2026):
 - extensions: loaded from <workspace>/.gemini/extensions and ~/.gemini/extensions at start; each
   can define MCP servers and hooks (geminicli.com/docs/extensions).
 - flags: --resume; --approval-mode=yolo (--yolo is deprecated), which by default starts Gemini's
-  own Docker/seatbelt sandbox: GEMINI_SANDBOX=false turns that off (egg is the sandbox;
-  packages/cli/src/config/sandboxConfig.ts: the variable outranks flags and settings).
+  own Docker/seatbelt sandbox.
+- SANDBOX (0.61 bundle: getSandboxCommand, Storage.isSandbox, /about): set, it means "already
+  inside a sandbox of this name" — Gemini starts none of its own whatever the flags or settings
+  say, and shows the name where it would say "no sandbox" (GEMINI_SANDBOX=false, which egg set
+  before, only turned its own off and left it claiming to run unsandboxed). It also keeps GUI
+  editors and the browser agent's own Chrome off, which cannot work inside anyway.
 - GEMINI_FORCE_FILE_STORAGE keeps tokens in files rather than a keychain (gemini-cli PR #6347).
 """
 
@@ -42,7 +46,11 @@ PROFILE = AgentProfile(
         Grant("GEMINI_MODEL", "the model to use"),
     ],
     set_env=[
-        EnvDefault("GEMINI_SANDBOX", "false", "egg is the sandbox; Gemini's own cannot nest in it"),
+        EnvDefault(
+            "SANDBOX",
+            "egg",
+            "it runs inside egg's sandbox: Gemini starts none of its own and says so",
+        ),
         EnvDefault("GEMINI_FORCE_FILE_STORAGE", "true", "no keychain is reachable inside"),
     ],
     write_dirs=[
