@@ -100,7 +100,7 @@ class AgentProfileContract(_PluginContract):
     def test_home_paths_stay_inside_home(self, profiles: list[AgentProfile]) -> None:
         for p in profiles:
             paths = [g.value for g in (*p.write_dirs, *p.write_prefix_dirs, *p.settings_files)]
-            paths += [g.value for g in p.project_settings_files]
+            paths += [g.value for g in (*p.project_settings_files, *p.home_files, *p.cache_dirs)]
             paths += [p.session_dir] if p.session_dir else []
             for path in paths:
                 assert not path.startswith(("/", "~")), f"{p.name}: {path!r} must be $HOME-relative"
@@ -116,6 +116,30 @@ class AgentProfileContract(_PluginContract):
                 assert any(grant.value == w or grant.value.startswith(w) for w in writable), (
                     f"{p.name}: settings file {grant.value!r} is snapshotted but not writable; "
                     "snapshot only what the agent can change"
+                )
+
+    def test_command_keys_name_settings_files_egg_can_parse(
+        self, profiles: list[AgentProfile]
+    ) -> None:
+        """A key list for a file that is not snapshotted would guard nothing; one for a file
+        egg cannot parse would silently restore it whole."""
+        from egg_core.settings_keys import format_of
+
+        for p in profiles:
+            files = {g.value for g in (*p.settings_files, *p.project_settings_files)}
+            for file, keys in p.command_keys.items():
+                assert file in files, f"{p.name}: command_keys names {file!r}, not a settings file"
+                assert format_of(file), f"{p.name}: {file!r} is neither JSON nor TOML"
+                for key in keys:
+                    parts = key.split(".")
+                    assert all(parts) and parts[0] != "*", f"{p.name}: bad key path {key!r}"
+
+    def test_home_files_sit_at_the_top_of_home(self, profiles: list[AgentProfile]) -> None:
+        for p in profiles:
+            for grant in p.home_files:
+                assert "/" not in grant.value, (
+                    f"{p.name}: home file {grant.value!r} must be directly in $HOME (a file "
+                    "deeper down is in a writable directory already)"
                 )
 
     def test_ports_are_valid(self, profiles: list[AgentProfile]) -> None:

@@ -28,15 +28,37 @@ from __future__ import annotations
 from egg_core.hookspecs import RegisterAgent, hookimpl
 from egg_core.profiles import AgentProfile, EnvDefault, Grant, PlatformGrant, Relocation
 
-#: settings keys whose values are commands claude runs on the host (see the module docstring)
+#: settings keys that make claude run something on the host, or run it without asking, on a
+#: later start outside egg (each name checked in the 2.1.332 binary): hooks and helper commands,
+#: MCP servers and which project ones are enabled, plugins (they bring hooks and MCP servers),
+#: the environment every session gets (NODE_OPTIONS=--require …), and permission grants
 _SETTINGS_COMMANDS = (
     "hooks",
+    "disableAllHooks",
     "statusLine",
+    "subagentStatusLine",
+    "fileSuggestion",
     "apiKeyHelper",
     "awsAuthRefresh",
     "awsCredentialExport",
+    "gcpAuthRefresh",
     "otelHeadersHelper",
     "mcpServers",
+    "enableAllProjectMcpServers",
+    "enabledMcpjsonServers",
+    "enabledPlugins",
+    "extraKnownMarketplaces",
+    "env",
+    "permissions",
+)
+#: ~/.claude.json: MCP servers, globally and per project, and which project ones are enabled;
+#: everything else there (sign-in, trust answers, counters) is claude's to keep
+_STATE_COMMANDS = (
+    "mcpServers",
+    "projects.*.mcpServers",
+    "projects.*.enabledMcpjsonServers",
+    "projects.*.enableAllProjectMcpServers",
+    "projects.*.allowedTools",
 )
 _KEYCHAIN = "macOS Keychain access, where Claude Code keeps its login"
 
@@ -110,7 +132,7 @@ PROFILE = AgentProfile(
     command_keys={
         ".claude/settings.json": _SETTINGS_COMMANDS,
         ".claude/settings.local.json": _SETTINGS_COMMANDS,
-        ".claude.json": ("mcpServers", "projects.*.mcpServers"),
+        ".claude.json": _STATE_COMMANDS,
         ".mcp.json": ("mcpServers",),
     },
     code_dirs=[

@@ -25,14 +25,23 @@ from __future__ import annotations
 from egg_core.hookspecs import RegisterAgent, hookimpl
 from egg_core.profiles import AgentProfile, ArgvRequest, Grant, PlatformGrant, Relocation
 
-#: config.toml keys whose values are programs Codex starts on the host (each profile's too)
+#: config.toml keys that make Codex start a program on the host later (notify, MCP servers,
+#: hooks), set the environment of what it runs, or let it run things without asking or without
+#: its own sandbox (approval_policy, sandbox_mode) — globally and in each profile. Project
+#: trust and the model are Codex's to keep.
 _CONFIG_COMMANDS = (
     "notify",
     "mcp_servers",
+    "hooks",
+    "shell_environment_policy",
+    "approval_policy",
+    "sandbox_mode",
+    "model_providers.*.auth",
     "profiles.*.notify",
     "profiles.*.mcp_servers",
-    "model_providers.*.auth",
-    "hooks",
+    "profiles.*.shell_environment_policy",
+    "profiles.*.approval_policy",
+    "profiles.*.sandbox_mode",
 )
 
 

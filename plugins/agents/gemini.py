@@ -26,6 +26,23 @@ from __future__ import annotations
 from egg_core.hookspecs import RegisterAgent, hookimpl
 from egg_core.profiles import AgentProfile, EnvDefault, Grant
 
+#: settings.json keys that make Gemini start a program on the host later, or run tools without
+#: asking (the 0.61 settings schema, SETTINGS_SCHEMA in the bundle): hooks, MCP servers, the
+#: tool discovery and call commands, its own sandbox command, the shell pager, auto-approved
+#: tools. Sign-in, theme and the rest are Gemini's to keep.
+_SETTINGS_COMMANDS = (
+    "hooks",
+    "hooksConfig",
+    "mcpServers",
+    "mcp.serverCommand",
+    "tools.discoveryCommand",
+    "tools.callCommand",
+    "tools.sandbox",
+    "tools.shell.pager",
+    "tools.allowed",
+    "general.defaultApprovalMode",
+)
+
 PROFILE = AgentProfile(
     name="gemini",
     description="Google Gemini CLI",
@@ -65,6 +82,7 @@ PROFILE = AgentProfile(
         Grant(".gemini/settings.json", "project hooks and MCP server commands"),
         Grant(".gemini/.env", "loaded into Gemini's environment in this project"),
     ],
+    command_keys={".gemini/settings.json": _SETTINGS_COMMANDS},
     code_dirs=[
         Grant(".gemini/extensions", "extensions bring MCP servers, hooks and commands it runs"),
     ],

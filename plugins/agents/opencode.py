@@ -101,9 +101,7 @@ PROFILE = AgentProfile(
     ],
     command_keys={
         "opencode.json": _CONFIG_COMMANDS,
-        "opencode.jsonc": _CONFIG_COMMANDS,
         ".config/opencode/opencode.json": _CONFIG_COMMANDS,
-        ".config/opencode/opencode.jsonc": _CONFIG_COMMANDS,
         ".config/opencode/config.json": _CONFIG_COMMANDS,
         ".config/opencode/package.json": _PACKAGE_COMMANDS,
     },
