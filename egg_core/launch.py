@@ -160,7 +160,7 @@ def settings_files(policy: EffectivePolicy, profile: AgentProfile, config: Any) 
     """The agent's settings in $HOME and in the workspace, direnv's .envrc, an egg.yaml
     ``agent_settings`` override: what a run snapshots and restores."""
     cwd = Path(policy.cwd)
-    files = [Path(policy.home_path(grant.value)) for grant in profile.settings_files]
+    files = [Path(p) for g in profile.settings_files if (p := policy.home_path(g.value))]
     files += [cwd / grant.value for grant in profile.project_settings_files]
     files += [cwd / name for name in WORKSPACE_HOOK_FILES]
     override = config.agent_settings_map.get(profile.name)
@@ -176,8 +176,9 @@ def settings_keys(policy: EffectivePolicy, profile: AgentProfile) -> dict[str, t
     found: dict[str, tuple[str, ...]] = {}
     for grant in profile.settings_files:
         keys = profile.command_keys.get(grant.value)
-        if keys:
-            found[policy.home_path(grant.value)] = keys
+        path = policy.home_path(grant.value)
+        if keys and path:
+            found[path] = keys
     for grant in profile.project_settings_files:
         keys = profile.command_keys.get(grant.value)
         if keys:

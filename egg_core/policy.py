@@ -324,27 +324,42 @@ def launcher_paths(environ: Mapping[str, str]) -> list[str]:
 
 
 def home_path(relative: str, home: str, relocated: Sequence[tuple[str, str]]) -> str:
-    """``relative`` under ``home``, or under the relocation whose prefix it starts with."""
+    """``relative`` under ``home``, or under the relocation whose prefix it starts with. A path
+    that starts with ``$VARIABLE`` is anchored at that variable's directory; "" when it is not
+    set (the path does not exist for this launch)."""
     for prefix, target in sorted(relocated, key=lambda pair: -len(pair[0])):
         if relative == prefix or relative.startswith(prefix + "/"):
             return os.path.normpath(target + relative[len(prefix) :])
+    if relative.startswith("$"):
+        return ""
     return os.path.normpath(os.path.join(home, relative))
 
 
 def relocations(
     profile: AgentProfile, home: str, environ: Mapping[str, str]
 ) -> list[tuple[str, str]]:
-    """The profile's relocations set in ``environ``: (prefix, absolute path). ``~`` is the home;
-    a relative value is taken from the home too (egg does not guess a working directory)."""
+    """The profile's relocations set in ``environ``, and the ``$VARIABLE`` anchors its paths
+    use: (prefix, absolute path). ``~`` is the home; a relative value is taken from the home
+    too (egg does not guess a working directory)."""
+    moves = [(m.prefix, m.variable, m.inside) for m in profile.relocations]
+    for grant in (
+        *profile.write_dirs,
+        *profile.settings_files,
+        *profile.code_dirs,
+        *profile.cache_dirs,
+    ):
+        head = grant.value.split("/", 1)[0]
+        if head.startswith("$") and len(head) > 1:
+            moves.append((head, head[1:], ""))
     found = []
-    for move in profile.relocations:
-        value = environ.get(move.variable, "").strip()
+    for prefix, variable, inside in dict.fromkeys(moves):
+        value = environ.get(variable, "").strip()
         if not value:
             continue
         if value == "~" or value.startswith("~/"):
             value = home + value[1:]
         base = os.path.join(home, value)  # an absolute value replaces the home
-        found.append((move.prefix, os.path.normpath(os.path.join(base, move.inside))))
+        found.append((prefix, os.path.normpath(os.path.join(base, inside))))
     return found
 
 
@@ -380,6 +395,8 @@ def resolve_policy(
         (g, "rw-prefix") for g in profile.write_prefix_dirs
     ]:
         path = home_path(grant.value, str(home_p), relocated)
+        if not path:
+            continue  # anchored at a variable that is not set
         if mode == "rw-prefix" and path != str(home_p / grant.value):
             mode = "rw"  # moved: its siblings there are not the agent's
         blocker = next((d for d in denied if _under(path, d) and d != "/"), None)
@@ -393,6 +410,8 @@ def resolve_policy(
         drilled.append(hole)
     for grant in profile.cache_dirs:
         path = home_path(grant.value, str(home_p), relocated)
+        if not path:
+            continue
         hole = DrilledHole("cache_dir", path, agent, grant.reason)
         if any(_under(path, d) for d in denied):
             suppressed.append(attrs.evolve(hole, reason=f"{grant.reason}; denied"))
@@ -402,6 +421,8 @@ def resolve_policy(
     home_files = []
     for grant in profile.home_files:
         path = home_path(grant.value, str(home_p), relocated)
+        if not path:
+            continue
         hole = DrilledHole("home_file", path, agent, grant.reason)
         if any(_under(path, d) for d in denied):
             suppressed.append(attrs.evolve(hole, reason=f"{grant.reason}; denied"))

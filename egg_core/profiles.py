@@ -84,8 +84,10 @@ class AgentProfile:
     """Everything egg must know to run one agent, and nothing it must guess.
 
     Paths in ``write_dirs``, ``write_prefix_dirs``, ``settings_files`` and ``session_dir`` are
-    relative to ``$HOME``. A *prefix* dir also covers its siblings that share the prefix:
-    ``.claude`` makes ``~/.claude/`` and ``~/.claude.json`` writable.
+    relative to ``$HOME``; one that starts with ``$VARIABLE/`` is relative to the directory
+    that variable names, and applies only when it is set (``$OPENCODE_CONFIG_DIR/opencode.json``).
+    A *prefix* dir also covers its siblings that share the prefix: ``.claude`` makes
+    ``~/.claude/`` and ``~/.claude.json`` writable.
     """
 
     name: str

@@ -51,7 +51,7 @@ def code_dir_entries(
     and those that cannot be held because their parent is missing too (to check afterwards)."""
     entries = []
     watch = []
-    wanted = [(policy.home_path(g.value), g.reason) for g in profile.code_dirs]
+    wanted = [(p, g.reason) for g in profile.code_dirs if (p := policy.home_path(g.value))]
     wanted += [(os.path.join(policy.cwd, g.value), g.reason) for g in profile.project_code_dirs]
     for path, reason in wanted:
         source = f"egg: {profile.name}: {reason}"

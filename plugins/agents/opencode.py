@@ -78,22 +78,28 @@ PROFILE = AgentProfile(
         Grant(".local/state/opencode", "TUI state"),
         Grant(".cache/opencode", "model catalog and provider packages"),
         Grant(".config/opencode", "its config directory: written on the first start"),
+        Grant("$OPENCODE_CONFIG_DIR", "the extra config directory it is given: written too"),
     ],
     cache_dirs=[
         Grant(
             ".config/opencode/node_modules",
             "it installs its plugin SDK there on every start; the host's plugins import from it",
         ),
+        Grant("$OPENCODE_CONFIG_DIR/node_modules", "the same, in the extra config directory"),
     ],
     settings_files=[
         Grant(".config/opencode/opencode.json", "MCP commands, plugins, formatters, LSP servers"),
         Grant(".config/opencode/opencode.jsonc", "MCP commands, plugins, formatters, LSP servers"),
         Grant(".config/opencode/config.json", "MCP commands, plugins, formatters, LSP servers"),
         Grant(".config/opencode/package.json", "dependencies its start-up install fetches"),
+        Grant("$OPENCODE_CONFIG_DIR/opencode.json", "MCP commands, plugins, formatters"),
+        Grant("$OPENCODE_CONFIG_DIR/package.json", "dependencies its start-up install fetches"),
     ],
     code_dirs=[
         Grant(".config/opencode/plugin", "local plugins it loads in-process"),
         Grant(".config/opencode/plugins", "local plugins it loads in-process"),
+        Grant("$OPENCODE_CONFIG_DIR/plugin", "plugins it loads in-process"),
+        Grant("$OPENCODE_CONFIG_DIR/plugins", "plugins it loads in-process"),
     ],
     project_code_dirs=[
         Grant(".opencode/plugin", "project plugins it loads in-process"),
@@ -104,6 +110,8 @@ PROFILE = AgentProfile(
         ".config/opencode/opencode.json": _CONFIG_COMMANDS,
         ".config/opencode/config.json": _CONFIG_COMMANDS,
         ".config/opencode/package.json": _PACKAGE_COMMANDS,
+        "$OPENCODE_CONFIG_DIR/opencode.json": _CONFIG_COMMANDS,
+        "$OPENCODE_CONFIG_DIR/package.json": _PACKAGE_COMMANDS,
     },
     project_settings_files=[
         Grant("opencode.json", "project config: MCP commands, plugins, formatters"),

@@ -25,6 +25,8 @@ def test_every_profile_hole_is_drilled_with_its_reason(agent, holes):
     for grant in prof.domains:
         assert drilled[("domain", grant.value)].reason == grant.reason
     for grant in (*prof.write_dirs, *prof.write_prefix_dirs):
+        if grant.value.startswith("$"):
+            continue  # anchored at a variable this environment does not set
         assert drilled[("write_dir", str(HOME / grant.value))].reason == grant.reason
     for grant in prof.env_vars:
         assert drilled[("env", grant.value)].reason == grant.reason
@@ -250,3 +252,17 @@ def test_claude_config_dir_moves_its_state_file_and_settings_too():
     assert policy.home_files == ("/home/dev/alt/.claude.json",)
     assert "/home/dev/alt/settings.json" in files and "/home/dev/alt/.claude.json" in files
     assert "/home/dev/.claude/settings.json" not in files
+
+
+def test_opencode_config_dir_is_writable_and_guarded_when_set():
+    from egg_core.launch import settings_files, settings_keys
+
+    policy = resolve("opencode", environ={"OPENCODE_CONFIG_DIR": "/srv/oc"})
+    files = settings_files(policy, profile("opencode"), config(""))
+
+    assert ("rw", "/srv/oc") in {(e.mode, e.path) for e in policy.fs}
+    assert ("cache", "/srv/oc/node_modules") in {(e.mode, e.path) for e in policy.fs}
+    assert "/srv/oc/opencode.json" in files
+    assert "plugin" in settings_keys(policy, profile("opencode"))["/srv/oc/opencode.json"]
+    unset = resolve("opencode")
+    assert not any(e.path.startswith(("$", "/srv/oc")) for e in unset.fs)
