@@ -159,30 +159,45 @@ WORKSPACE_HOOK_FILES = (".envrc",)
 def settings_files(policy: EffectivePolicy, profile: AgentProfile, config: Any) -> list[str]:
     """The agent's settings in $HOME and in the workspace, direnv's .envrc, an egg.yaml
     ``agent_settings`` override: what a run snapshots and restores."""
-    cwd = Path(policy.cwd)
-    files = [Path(p) for g in profile.settings_files if (p := policy.home_path(g.value))]
-    files += [cwd / grant.value for grant in profile.project_settings_files]
-    files += [cwd / name for name in WORKSPACE_HOOK_FILES]
+    files = [path for path, _ in _settings_paths(policy, profile)]
+    files += [os.path.join(policy.cwd, name) for name in WORKSPACE_HOOK_FILES]
     override = config.agent_settings_map.get(profile.name)
     if override:
-        files.append(Path(os.path.expanduser(override.replace("~", policy.home, 1))))
-    return [str(path) for path in dict.fromkeys(files)]
+        files.append(os.path.expanduser(override.replace("~", policy.home, 1)))
+    return [os.path.normpath(path) for path in dict.fromkeys(files)]
 
 
 def settings_keys(policy: EffectivePolicy, profile: AgentProfile) -> dict[str, tuple[str, ...]]:
     """The command-defining key paths of each settings file the profile names them for, by the
     file's absolute path (home and workspace files alike): only these are put back after a run."""
-    cwd = Path(policy.cwd)
     found: dict[str, tuple[str, ...]] = {}
-    for grant in profile.settings_files:
-        keys = profile.command_keys.get(grant.value)
-        path = policy.home_path(grant.value)
-        if keys and path:
-            found[path] = keys
-    for grant in profile.project_settings_files:
-        keys = profile.command_keys.get(grant.value)
+    for path, grant in _settings_paths(policy, profile):
+        keys = profile.command_keys.get(grant)
         if keys:
-            found[str(cwd / grant.value)] = keys
+            found[path] = keys
+    return found
+
+
+def _settings_paths(policy: EffectivePolicy, profile: AgentProfile) -> list[tuple[str, str]]:
+    """(absolute path, the profile's name for it) of each settings file. A name with ``*``
+    (Codex's ``.codex/*.config.toml`` profiles) is every file it matches when the run starts."""
+    import glob
+
+    found = []
+    named = [(policy.home_path(g.value), g.value) for g in profile.settings_files]
+    named += [(os.path.join(policy.cwd, g.value), g.value) for g in profile.project_settings_files]
+    for path, grant in named:
+        if not path:
+            continue  # anchored at a variable that is not set
+        if "*" in os.path.basename(path):
+            found += [
+                (match, grant)
+                for match in sorted(
+                    glob.glob(glob.escape(os.path.dirname(path)) + "/" + os.path.basename(path))
+                )
+            ]
+        else:
+            found.append((path, grant))
     return found
 
 

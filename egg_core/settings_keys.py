@@ -35,8 +35,9 @@ class Unparseable(ValueError):
 
 
 def format_of(path: str) -> str | None:
-    """``json`` or ``toml`` by the file's extension; None for a file restored whole."""
-    if path.endswith(".json"):
+    """``json`` (comments allowed, as Gemini and opencode allow them) or ``toml`` by the file's
+    extension; None for a file restored whole."""
+    if path.endswith((".json", ".jsonc")):
         return "json"
     if path.endswith(".toml"):
         return "toml"
@@ -89,12 +90,48 @@ def _load(data: bytes, fmt: str) -> dict[str, Any]:
 
             value: Any = tomllib.loads(text)
         else:
-            value = json.loads(text) if text.strip() else {}
+            value = _json_with_comments(text) if text.strip() else {}
     except (UnicodeDecodeError, ValueError) as exc:
         raise Unparseable(str(exc)) from None
     if not isinstance(value, dict):
         raise Unparseable(f"the top level is a {type(value).__name__}, not a table")
     return value
+
+
+def _json_with_comments(text: str) -> Any:
+    """JSON, or JSON with ``//`` and ``/* */`` comments (JSONC: what the agents' own loaders
+    accept). A file whose commands must be reverted is written back as plain JSON."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    out, i, quoted = [], 0, False
+    while i < len(text):
+        char = text[i]
+        if quoted:
+            out.append(char)
+            if char == "\\":
+                out.append(text[i + 1 : i + 2])
+                i += 1
+            elif char == '"':
+                quoted = False
+        elif char == '"':
+            quoted = True
+            out.append(char)
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            i = len(text) if end < 0 else end
+            continue
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            if end < 0:
+                raise ValueError("unterminated comment")
+            i = end + 2
+            continue
+        else:
+            out.append(char)
+        i += 1
+    return json.loads("".join(out))
 
 
 def _differences(

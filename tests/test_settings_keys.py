@@ -141,3 +141,31 @@ def test_without_keys_the_whole_file_is_restored_as_before(tmp_path: Path) -> No
 
     assert snapshot.restore(str(tmp_path / "snap")) == [f"restored {env}"]
     assert env.read_text() == "A=1\n"
+
+
+def test_jsonc_is_understood_and_written_back_as_json_only_when_commands_go() -> None:
+    """Gemini and opencode accept comments; egg parses them too (a // inside a string stays)."""
+    before = b'{"theme": "dark"}'
+    keep = b'// mine\n{"theme": "light", "url": "http://x//y"}'
+    planted = b'{"theme": "dark", /* added */ "mcp": {"x": {"command": ["evil"]}}}'
+
+    assert revert(before, keep, ("mcp",), "json") == (None, [])
+    content, reverted = revert(before, planted, ("mcp",), "json")
+    assert content is not None and json.loads(content) == {"theme": "dark"}
+    assert reverted == ["mcp"]
+
+
+def test_codex_profile_files_are_guarded_like_its_config(tmp_path: Path) -> None:
+    from egg_core.launch import settings_files, settings_keys
+    from egg_core.policy import resolve_policy
+    from tests.policy.conftest import config, profile
+
+    (tmp_path / ".codex").mkdir()
+    (tmp_path / ".codex" / "work.config.toml").write_text('model = "x"\n')
+    policy = resolve_policy(
+        config(""), profile("codex"), home=tmp_path, cwd=tmp_path / "w", environ={}
+    )
+
+    path = str(tmp_path / ".codex" / "work.config.toml")
+    assert path in settings_files(policy, profile("codex"), config(""))
+    assert "notify" in settings_keys(policy, profile("codex"))[path]

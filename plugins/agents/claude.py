@@ -15,6 +15,11 @@ Sources checked (stored copies, 2026):
 - plugins: ~/.claude/plugins holds installed plugins and marketplaces; a plugin bundles hooks,
   MCP servers and executables that run when the plugin is enabled (code.claude.com/docs/en/
   plugins/overview).
+- 2.1.332 (its binary, and strace of a run in a fresh home): ~/.claude.json is saved under a
+  lock directory ``~/.claude.json.lock``, through ``~/.claude.json.tmp.<pid>.<hex>`` created
+  with O_EXCL and linked (first save) or renamed over it; backups go to ~/.claude/backups;
+  a symlinked ~/.claude.json is written through, with the temporary beside the target.
+  CLAUDE_CONFIG_DIR moves all of it, .claude.json included, into that directory.
 - flags: --resume, --session-id, --dangerously-skip-permissions (cli-reference); as root the last
   one is refused unless IS_SANDBOX=1 (anthropics/claude-code#3490).
 - macOS: credentials in the login Keychain via /usr/bin/security (anthropics/claude-code#29783);
@@ -31,7 +36,8 @@ from egg_core.profiles import AgentProfile, EnvDefault, Grant, PlatformGrant, Re
 #: settings keys that make claude run something on the host, or run it without asking, on a
 #: later start outside egg (each name checked in the 2.1.332 binary): hooks and helper commands,
 #: MCP servers and which project ones are enabled, plugins (they bring hooks and MCP servers),
-#: the environment every session gets (NODE_OPTIONS=--require …), and permission grants
+#: the environment every session gets (NODE_OPTIONS=--require …, CLAUDE_CODE_SHELL_PREFIX), the
+#: launcher prefix (processWrapper), and permission grants
 _SETTINGS_COMMANDS = (
     "hooks",
     "disableAllHooks",
@@ -43,11 +49,14 @@ _SETTINGS_COMMANDS = (
     "awsCredentialExport",
     "gcpAuthRefresh",
     "otelHeadersHelper",
+    "proxyAuthHelper",
+    "processWrapper",
     "mcpServers",
     "enableAllProjectMcpServers",
     "enabledMcpjsonServers",
     "enabledPlugins",
     "extraKnownMarketplaces",
+    "additionalMarketplaces",
     "env",
     "permissions",
 )

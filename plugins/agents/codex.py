@@ -25,18 +25,25 @@ from __future__ import annotations
 from egg_core.hookspecs import RegisterAgent, hookimpl
 from egg_core.profiles import AgentProfile, ArgvRequest, Grant, PlatformGrant, Relocation
 
-#: config.toml keys that make Codex start a program on the host later (notify, MCP servers,
-#: hooks), set the environment of what it runs, or let it run things without asking or without
-#: its own sandbox (approval_policy, sandbox_mode) — globally and in each profile. Project
-#: trust and the model are Codex's to keep.
+#: config.toml keys that make Codex start a program on the host later (notify, MCP servers and
+#: their header helpers, hooks and their trust, plugins, provider auth commands, the JS REPL's
+#: node), choose a profile, set the environment of what it runs, or let it run things without
+#: asking or without its own sandbox (approval_policy, sandbox_mode). Project trust and the model
+#: are Codex's to keep. The same for each profile file ($CODEX_HOME/<name>.config.toml, 0.171;
+#: the legacy [profiles.x] tables are refused by 0.171 but still covered).
 _CONFIG_COMMANDS = (
     "notify",
     "mcp_servers",
     "hooks",
+    "plugins",
+    "js_repl_node_path",
+    "profile",
     "shell_environment_policy",
     "approval_policy",
     "sandbox_mode",
     "model_providers.*.auth",
+    "model_providers.*.aws",
+    "model_providers.*.gateway_oauth",
     "profiles.*.notify",
     "profiles.*.mcp_servers",
     "profiles.*.shell_environment_policy",
@@ -87,6 +94,7 @@ PROFILE = AgentProfile(
     ],
     settings_files=[
         Grant(".codex/config.toml", "defines notify programs and MCP server commands"),
+        Grant(".codex/*.config.toml", "profiles: each may define notify programs and MCP servers"),
         Grant(".codex/hooks.json", "defines hooks that run outside a session"),
     ],
     project_settings_files=[
@@ -96,6 +104,7 @@ PROFILE = AgentProfile(
     relocations=[Relocation(".codex", "CODEX_HOME")],
     command_keys={
         ".codex/config.toml": _CONFIG_COMMANDS,
+        ".codex/*.config.toml": _CONFIG_COMMANDS,
     },
     session_dir=".codex/sessions",
     resume_flag="resume",

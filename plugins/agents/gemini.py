@@ -18,6 +18,8 @@ Sources checked (stored copies, 2026):
   say, and shows the name where it would say "no sandbox" (GEMINI_SANDBOX=false, which egg set
   before, only turned its own off and left it claiming to run unsandboxed). It also keeps GUI
   editors and the browser agent's own Chrome off, which cannot work inside anyway.
+- settings.json may have comments (every load strips them) and ``$VAR`` values; project hooks
+  run after a warning (~/.gemini/trusted_hooks.json only silences it).
 - GEMINI_FORCE_FILE_STORAGE keeps tokens in files rather than a keychain (gemini-cli PR #6347).
 """
 

@@ -8,10 +8,14 @@ Sources checked (stored copies, 2026):
   TUI state in ~/.local/state/opencode, provider packages in ~/.cache/opencode.
 - models-dev.ts: the model catalog; 1.18 fetches it from models.opencode.ai (the binary: the
   URL, OPENCODE_MODELS_URL, OPENCODE_DISABLE_MODELS_FETCH), models.dev in older releases.
-- 1.18 on first start (seen with the real CLI from npm in a fresh home): writes
-  ~/.config/opencode/.gitignore and package.json and runs ``npm install @opencode-ai/plugin``
-  there on every start (a failure is tolerated); its data in ~/.local/share/opencode
-  (opencode.db), locks in ~/.local/state/opencode, binaries in ~/.cache/opencode/bin.
+- 1.18 on first start (the real CLI from npm, in a fresh home, and its binary): writes
+  ~/.config/opencode/opencode.jsonc (only ``$schema``; not when OPENCODE_CONFIG* is set),
+  .gitignore, package.json and package-lock.json, and installs ``@opencode-ai/plugin`` into
+  node_modules there — in every config directory, OPENCODE_CONFIG_DIR's too — on every start,
+  with npm's Arborist (no lifecycle scripts; a failure is tolerated); its data in
+  ~/.local/share/opencode (opencode.db), locks in ~/.local/state/opencode, binaries in
+  ~/.cache/opencode/bin, npm's cache in ~/.npm (a ``cache:`` rule). Config files may have
+  comments (JSONC). It imports ``{plugin,plugins}/*.{ts,js}`` of every config directory.
 - the interactive TUI has no skip-permissions flag (``--auto`` exists only on ``opencode run``);
   OPENCODE_PERMISSION='{"*":"allow"}' works for every mode (webcoyote/sandvault PR #111).
 - providers: opencode talks to whichever provider is configured; the three common APIs are drilled,
@@ -28,8 +32,9 @@ from __future__ import annotations
 from egg_core.hookspecs import RegisterAgent, hookimpl
 from egg_core.profiles import AgentProfile, EnvDefault, Grant
 
-#: config keys that start programs or load code on the host
-_CONFIG_COMMANDS = ("plugin", "mcp", "formatter", "lsp")
+#: config keys that start programs or load code on the host (1.18's Config schema): plugins, MCP
+#: servers, formatter and LSP commands, the shell its bash tool uses, provider SDK packages
+_CONFIG_COMMANDS = ("plugin", "mcp", "formatter", "lsp", "shell", "provider.*.npm")
 #: package.json keys that make an install run code
 _PACKAGE_COMMANDS = (
     "scripts",
@@ -92,6 +97,9 @@ PROFILE = AgentProfile(
         Grant(".config/opencode/opencode.jsonc", "MCP commands, plugins, formatters, LSP servers"),
         Grant(".config/opencode/config.json", "MCP commands, plugins, formatters, LSP servers"),
         Grant(".config/opencode/package.json", "dependencies its start-up install fetches"),
+        Grant(".config/opencode/tui.json", "TUI plugins it loads in-process"),
+        Grant(".config/opencode/tui.jsonc", "TUI plugins it loads in-process"),
+        Grant("$OPENCODE_CONFIG_DIR/opencode.jsonc", "MCP commands, plugins, formatters"),
         Grant("$OPENCODE_CONFIG_DIR/opencode.json", "MCP commands, plugins, formatters"),
         Grant("$OPENCODE_CONFIG_DIR/package.json", "dependencies its start-up install fetches"),
     ],
@@ -110,6 +118,11 @@ PROFILE = AgentProfile(
         ".config/opencode/opencode.json": _CONFIG_COMMANDS,
         ".config/opencode/config.json": _CONFIG_COMMANDS,
         ".config/opencode/package.json": _PACKAGE_COMMANDS,
+        ".config/opencode/opencode.jsonc": _CONFIG_COMMANDS,
+        ".config/opencode/tui.json": ("plugin",),
+        ".config/opencode/tui.jsonc": ("plugin",),
+        "opencode.jsonc": _CONFIG_COMMANDS,
+        "$OPENCODE_CONFIG_DIR/opencode.jsonc": _CONFIG_COMMANDS,
         "$OPENCODE_CONFIG_DIR/opencode.json": _CONFIG_COMMANDS,
         "$OPENCODE_CONFIG_DIR/package.json": _PACKAGE_COMMANDS,
     },

@@ -99,7 +99,7 @@ def test_commands_planted_in_the_state_file_are_reverted_and_the_rest_kept(box: 
     new = {
         "numStartups": 2,
         "mcpServers": {"x": {"command": "/tmp/evil"}},
-        "projects": {"/w": {"mcpServers": {"y": {"command": "evil"}}, "allowedTools": []}},
+        "projects": {"/w": {"mcpServers": {"y": {"command": "evil"}}, "lastCost": 0.5}},
     }
 
     result = box.py(f"NEW = {new!r}\n" + REPLACE, options=["--agent", "claude"])
@@ -107,7 +107,7 @@ def test_commands_planted_in_the_state_file_are_reverted_and_the_rest_kept(box: 
     assert result.returncode == 0, result.stderr
     assert json.loads((box.home / ".claude.json").read_text()) == {
         "numStartups": 2,
-        "projects": {"/w": {"allowedTools": []}},
+        "projects": {"/w": {"lastCost": 0.5}},
     }
     assert "reverted mcpServers, projects./w.mcpServers in" in result.stderr
 
