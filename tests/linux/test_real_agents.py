@@ -178,10 +178,21 @@ def test_claude_code(box: Box, model: ModelServer, agent_bin: Path) -> None:
     check_run(box, "claude", result, before)
     transcripts = list((box.home / ".claude" / "projects").glob("*/*.jsonl"))
     assert transcripts and ANSWER in transcripts[0].read_text()
-    # its state file was replaced atomically inside and written back
+    # its state file was replaced atomically inside, written back, and found by the next run
     state = json.loads((box.home / ".claude.json").read_text())
-    assert state.get("numStartups", 0) >= 1 or "userID" in state, state
+    assert state["userID"] and state["firstStartTime"], state
     assert any(path.endswith("/v1/messages?beta=true") for _, path in model.requests)
+    again, _ = run_agent(
+        box,
+        model,
+        "claude",
+        agent_bin,
+        ["claude", "-p", "hi"],
+        env={"ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "sk-ant-egg-test"},
+    )
+    assert again.returncode == 0, again.stderr
+    later = json.loads((box.home / ".claude.json").read_text())
+    assert (later["userID"], later["firstStartTime"]) == (state["userID"], state["firstStartTime"])
 
 
 CODEX_CONFIG = """model_provider = "egg"
