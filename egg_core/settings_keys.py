@@ -91,8 +91,10 @@ def _load(data: bytes, fmt: str) -> dict[str, Any]:
             value: Any = tomllib.loads(text)
         else:
             value = _json_with_comments(text) if text.strip() else {}
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise Unparseable(str(exc)) from None
+    except (UnicodeDecodeError, ValueError, RecursionError, MemoryError) as exc:
+        # (a document nested deeper than Python's parsers go is one the agent may still read:
+        # restored whole, like any other that does not parse here)
+        raise Unparseable(f"{type(exc).__name__}: {exc}") from None
     if not isinstance(value, dict):
         raise Unparseable(f"the top level is a {type(value).__name__}, not a table")
     return value

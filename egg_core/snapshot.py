@@ -237,16 +237,22 @@ def _restore_one(entry: dict[str, Any]) -> str | None:
     modes: dict[str, int] = dict(entry.get("modes") or {})
     if "parent_link" in entry:
         notes += _restore_link(str(entry["parent_link_at"]), str(entry["parent_link"]), modes)
-    parent_fd = _open_directory(
-        os.path.dirname(real), modes, notes, create=entry["kind"] != "absent"
-    )
     line = None
-    if parent_fd is not None:
-        try:
-            line = _restore_in(parent_fd, os.path.basename(real), entry, path)
-        finally:
-            os.close(parent_fd)
-    notes += _give_back_modes(modes)
+    try:
+        parent_fd = _open_directory(
+            os.path.dirname(real), modes, notes, create=entry["kind"] != "absent"
+        )
+        if parent_fd is not None:
+            try:
+                # a directory left readable but not searchable (chmod 600) opens, and then
+                # nothing in it can be looked at: take back search and write first
+                _writable(parent_fd)
+                line = _restore_in(parent_fd, os.path.basename(real), entry, path)
+            finally:
+                os.close(parent_fd)
+    finally:
+        # the modes from before the run come back whatever happened above
+        notes += _give_back_modes(modes)
     return "; ".join([*notes, *([line] if line else [])]) or None
 
 
@@ -315,7 +321,7 @@ def _revert_keys(
         return False, None
     try:
         content, reverted = settings_keys.revert(original, current, keys, fmt)
-    except settings_keys.Unparseable:
+    except Exception:  # Unparseable, or anything else: never fail open, restore it whole
         return False, None
     if content is None:
         return True, None
@@ -467,7 +473,7 @@ def remove_tree(path: str) -> None:
         return
     try:
         _remove_at(parent_fd, os.path.basename(path))
-    except OSError:
+    except Exception:  # what cannot be removed stays; egg goes on
         pass
     finally:
         os.close(parent_fd)

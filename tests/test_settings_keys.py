@@ -78,7 +78,10 @@ def test_a_table_replaced_by_a_scalar_is_given_back_whole() -> None:
     assert content is not None and json.loads(content) == {"tools": {"discoveryCommand": "ok"}}
 
 
-@pytest.mark.parametrize("data", [b"{not json", b"[1, 2]", b"\xff\xfe"])
+DEEP = b'{"hooks": {"Stop": "evil"}, "x": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+
+
+@pytest.mark.parametrize("data", [b"{not json", b"[1, 2]", b"\xff\xfe", DEEP])
 def test_what_does_not_parse_is_for_the_caller_to_restore_whole(data: bytes) -> None:
     with pytest.raises(Unparseable):
         revert(b"{}", data, CLAUDE_KEYS, "json")
@@ -169,3 +172,16 @@ def test_codex_profile_files_are_guarded_like_its_config(tmp_path: Path) -> None
     path = str(tmp_path / ".codex" / "work.config.toml")
     assert path in settings_files(policy, profile("codex"), config(""))
     assert "notify" in settings_keys(policy, profile("codex"))[path]
+
+
+def test_a_document_too_deep_to_parse_is_restored_whole_never_left(tmp_path: Path) -> None:
+    """Python's parser gives up on 5,000 levels where the agent's may not: fail closed."""
+    settings = tmp_path / "settings.json"
+    settings.write_text('{"theme": "dark"}')
+    snapshot.take(str(tmp_path / "snap"), [str(settings)], {str(settings): ("hooks",)})
+    settings.write_bytes(DEEP)
+
+    lines = snapshot.restore(str(tmp_path / "snap"))
+
+    assert settings.read_text() == '{"theme": "dark"}'
+    assert lines == [f"restored {settings}"]

@@ -61,9 +61,20 @@ _SETTINGS_COMMANDS = (
     "permissions",
 )
 #: ~/.claude.json: MCP servers, globally and per project, and which project ones are enabled;
-#: everything else there (sign-in, trust answers, counters) is claude's to keep
+#: of the settings 2.1.332 still reads from it (its global-config key list), the environment it
+#: applies to itself at every start (PATH, NODE_OPTIONS, CLAUDE_CODE_SHELL_PREFIX…), the
+#: legacy apiKeyHelper, the diff tool, IDE extension installs, remote control and session
+#: uploads. Everything else there (sign-in, trust answers, counters) is claude's to keep.
 _STATE_COMMANDS = (
     "mcpServers",
+    "env",
+    "apiKeyHelper",
+    "diffTool",
+    "autoConnectIde",
+    "autoInstallIdeExtension",
+    "remoteControlAtStartup",
+    "autoAddRemoteControlDaemonWorker",
+    "autoUploadSessions",
     "projects.*.mcpServers",
     "projects.*.enabledMcpjsonServers",
     "projects.*.enableAllProjectMcpServers",

@@ -34,7 +34,15 @@ from egg_core.profiles import AgentProfile, EnvDefault, Grant
 
 #: config keys that start programs or load code on the host (1.18's Config schema): plugins, MCP
 #: servers, formatter and LSP commands, the shell its bash tool uses, provider SDK packages
-_CONFIG_COMMANDS = ("plugin", "mcp", "formatter", "lsp", "shell", "provider.*.npm")
+_CONFIG_COMMANDS = (
+    "plugin",
+    "mcp",
+    "formatter",
+    "lsp",
+    "shell",
+    "provider.*.npm",
+    "experimental.hook",
+)
 #: package.json keys that make an install run code
 _PACKAGE_COMMANDS = (
     "scripts",

@@ -99,6 +99,7 @@ def test_commands_planted_in_the_state_file_are_reverted_and_the_rest_kept(box: 
     new = {
         "numStartups": 2,
         "mcpServers": {"x": {"command": "/tmp/evil"}},
+        "env": {"PATH": "/tmp/evil-bin", "NODE_OPTIONS": "--require=/tmp/evil.js"},
         "projects": {"/w": {"mcpServers": {"y": {"command": "evil"}}, "lastCost": 0.5}},
     }
 
@@ -109,7 +110,7 @@ def test_commands_planted_in_the_state_file_are_reverted_and_the_rest_kept(box: 
         "numStartups": 2,
         "projects": {"/w": {"lastCost": 0.5}},
     }
-    assert "reverted mcpServers, projects./w.mcpServers in" in result.stderr
+    assert "reverted mcpServers, env, projects./w.mcpServers in" in result.stderr
 
 
 RC_FILES = [".bash_profile", ".profile", ".zshenv", ".npmrc", ".gitconfig", ".bashrc", ".zshrc"]

@@ -107,11 +107,13 @@ def test_a_killed_egg_exec_is_restored_by_the_next_egg_command(box: Box) -> None
 # -- threat M: shapes the sandbox leaves for the restore ------------------------------------------
 
 
-def test_unwritable_settings_directories_do_not_stop_the_restore(box: Box) -> None:
+@pytest.mark.parametrize("mode", ["555", "600"])
+def test_unwritable_settings_directories_do_not_stop_the_restore(box: Box, mode: str) -> None:
     """As uid 65534 ``chmod 555`` made the old restore raise; the daemon crashed, the hooks
-    stayed, and every later egg command failed."""
+    stayed, and every later egg command failed. ``chmod 600`` (readable, not searchable) let the
+    directory open and then failed every look inside it."""
     box.write(".claude/settings.json", ORIGINAL)
-    env = fake_claude(box, PLANT + 'chmod 555 "$HOME/.claude"; chmod 0 .claude\n')
+    env = fake_claude(box, PLANT + f'chmod {mode} "$HOME/.claude"; chmod 0 .claude\n')
 
     result = box.run("run", "claude", env=env)
     later = box.run("ls", "--all")
