@@ -42,7 +42,7 @@ def configure_run(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="pass the agent's skip-permissions flag",
     )
-    p.add_argument("--detach-key", default="ctrl-\\", metavar="KEY")
+    p.add_argument("--detach-key", default="ctrl-\\", metavar="KEY", help=DETACH_KEY_HELP)
     p.add_argument(
         "-v",
         "--verbose",
@@ -55,9 +55,37 @@ def configure_run(p: argparse.ArgumentParser) -> None:
 def configure_attach(p: argparse.ArgumentParser) -> None:
     p.add_argument("id", metavar="ID")
     p.add_argument("--read-only", action="store_true", help="watch without typing or resizing")
+    p.add_argument("--detach-key", default="ctrl-\\", metavar="KEY", help=DETACH_KEY_HELP)
     p.add_argument(
-        "--detach-key", default="ctrl-\\", metavar="KEY", help="key that detaches (default ctrl-\\)"
+        "--history",
+        type=history_lines,
+        metavar="LINES",
+        help="lines of scrollback the repaint gives your terminal (default "
+        f"{DEFAULT_HISTORY_LINES}; all: as much as the session keeps)",
     )
+
+
+#: shared by egg run and egg attach
+DETACH_KEY_HELP = (
+    "key that detaches (default ctrl-\\; e.g. ctrl-a, ^A); pressed twice quickly, it is sent "
+    "to the program instead"
+)
+DEFAULT_HISTORY_LINES = 2000
+
+
+def history_lines(text: str) -> int:
+    """``--history``: a number of lines, or ``all``."""
+    from egg_core.session.ring import ALL_HISTORY
+
+    if text.strip().lower() == "all":
+        return ALL_HISTORY
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of lines or 'all': {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more: {text!r}")
+    return value
 
 
 def configure_ls(p: argparse.ArgumentParser) -> None:
@@ -260,7 +288,7 @@ def run_session(ns: argparse.Namespace, ctx: Context) -> int:
     if ns.detach:
         print(paths.id)
         return 0
-    code = attach(paths, detach_key=detach_key)
+    code = attach(paths, detach_key=detach_key, from_start=True)
     meta = read_json(paths.meta)
     for line in [*(meta.get("settings_restored") or []), *(meta.get("git_guard") or [])]:
         print(f"egg: {line}", file=sys.stderr)
@@ -323,7 +351,12 @@ def attach_session(ns: argparse.Namespace, ctx: Context) -> int:
             + (f", exit code {code}" if code is not None else "")
             + ")"
         )
-    return attach(paths, read_only=ns.read_only, detach_key=parse_detach_key(ns.detach_key))
+    return attach(
+        paths,
+        read_only=ns.read_only,
+        detach_key=parse_detach_key(ns.detach_key),
+        history=ns.history,
+    )
 
 
 def list_sessions_cmd(ns: argparse.Namespace, ctx: Context) -> int:

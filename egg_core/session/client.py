@@ -15,6 +15,7 @@ import signal
 import socket
 import sys
 import termios
+import time
 import tty
 from collections.abc import Iterator
 from typing import Any
@@ -24,6 +25,8 @@ from egg_core.session import protocol as p
 from egg_core.session.store import SessionPaths, read_token
 
 DEFAULT_DETACH_KEY = b"\x1c"  # Ctrl-\
+#: after the detach key, how long a second press has to come to send the key to the program
+DETACH_WINDOW = 0.3
 RECV_SIZE = 1 << 18
 
 
@@ -118,6 +121,66 @@ def raw_terminal(fd: int) -> Iterator[None]:
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
 
+class TerminalState:
+    """What the program's output has done to the user's terminal, followed as it is written
+    (the daemon's :class:`~egg_core.session.modes.ModeTracker`, a few regexes in C per chunk),
+    so that leaving can undo it: a detach must not leave the user's shell on vim's alternate
+    screen with mouse reporting on and the cursor hidden."""
+
+    def __init__(self) -> None:
+        from egg_core.session.modes import ModeTracker
+
+        self.tracker = ModeTracker()
+        self.carry = b""
+        self.offset = 0
+
+    def feed(self, data: bytes) -> None:
+        from egg_core.session.modes import MAX_SEQUENCE
+
+        buf = self.carry + data if self.carry else data
+        done = self.tracker.scan(buf, self.offset)
+        rest = len(buf) - done
+        self.carry = buf[done:] if rest <= MAX_SEQUENCE else b""
+        self.offset += len(buf) - len(self.carry)
+
+    def leave(self) -> bytes:
+        """Escape sequences that put the terminal back as a shell expects it (what tmux leaves
+        after a detach): the main screen, no mouse reporting, normal keypad and cursor keys, a
+        visible cursor, no bracketed paste or focus events, default pen, charset and margins."""
+        m = self.tracker.modes()
+        out = [f"\x1b[?{m.alt_screen}l".encode()] if m.alt_screen else []
+        if m.scroll_region is not None:
+            out.append(b"\x1b7\x1b[r\x1b8")  # DECSTBM moves the cursor home: keep it
+        out.append(b"".join(b"\x1b[?%dl" % n for n in LEAVE_OFF))
+        if m.origin:
+            out.append(b"\x1b[?6l")  # (only when on: turning it off homes the cursor)
+        out.append(b"\x1b[?25h\x1b[?7h\x1b>\x1b[4l\x1b[20l\x1b(B\x0f\x1b[0m")
+        if m.kitty_keyboard:
+            out.append(b"\x1b[<%du" % len(m.kitty_keyboard))
+        for resource, _ in m.modify_keys:
+            out.append(b"\x1b[>%dm" % resource)
+        if m.cursor_style is not None:
+            out.append(b"\x1b[0 q")
+        return b"".join(out)
+
+
+#: DECSET modes turned off on leaving: cursor keys, mouse (all encodings), focus events,
+#: bracketed paste, synchronized output
+LEAVE_OFF = (1, 9, 1000, 1001, 1002, 1003, 1004, 1005, 1006, 1015, 1016, 2004, 2026)
+
+
+def status_line(session: str, code: int | None, reason: str | None, detached: bool) -> str:
+    """The one line a client prints after it leaves, on a line of its own."""
+    if detached:
+        return f"[detached from session {session}; egg attach {session} to return]"
+    if code is None:
+        return f"[lost the connection to session {session}]"
+    if reason in ("killed by egg kill", "idle timeout"):
+        return f"[{reason}]"
+    said = "exited" if code == 0 else f"exited {code}"
+    return f"[{said}: {reason}]" if reason else f"[{said}]"
+
+
 def attach(
     paths: SessionPaths,
     *,
@@ -125,14 +188,25 @@ def attach(
     detach_key: bytes = DEFAULT_DETACH_KEY,
     stdin: int | None = None,
     stdout: int | None = None,
+    from_start: bool = False,
+    history: int | None = None,
 ) -> int:
-    """Attach the terminal; return the session's exit code, or 0 when detached."""
+    """Attach the terminal; return the session's exit code, or 0 when detached.
+
+    ``from_start``: ``egg run``'s own client, which gets the program's output from its first
+    byte. ``history``: lines of scrollback the repaint gives. The detach key pressed twice in a
+    row sends it to the program once. However the client leaves — detach, exit, egg kill, a
+    lost connection — the terminal is put back (:meth:`TerminalState.leave`) before the one-line
+    status (:func:`status_line`)."""
     in_fd = sys.stdin.fileno() if stdin is None else stdin
     out_fd = sys.stdout.fileno() if stdout is None else stdout
     conn = Connection(paths)
     conn.sock.settimeout(None)
     rows, cols = terminal_size(in_fd if os.isatty(in_fd) else out_fd)
-    conn.send(p.ATTACH, p.pack_attach(read_only, rows, cols))
+    conn.send(
+        p.ATTACH,
+        p.pack_attach(read_only, rows, cols, from_start=from_start, history=history),
+    )
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
 
@@ -143,18 +217,26 @@ def attach(
     old_winch = signal.signal(signal.SIGWINCH, on_winch)
     inbox = bytearray(RECV_SIZE)
     inbox_view = memoryview(inbox)
+    terminal = TerminalState() if os.isatty(out_fd) else None
     result: int | None = None
     reason: str | None = None
     detached = False
     stdin_open = True
+    armed = False  # the detach key was the last thing typed: a second one sends it
+    armed_until = 0.0
     try:
         with raw_terminal(in_fd):
             while result is None and not detached:
                 watch: list[Any] = [conn.sock, wake_r] + ([in_fd] if stdin_open else [])
+                wait = max(armed_until - time.monotonic(), 0.0) if armed else None
                 try:
-                    ready, _, _ = select.select(watch, [], [])
+                    ready, _, _ = select.select(watch, [], [], wait)
                 except InterruptedError:
                     continue
+                if armed and time.monotonic() >= armed_until and in_fd not in ready:
+                    detached = True  # the key alone: detach
+                    conn.send(p.DETACH)
+                    break
                 if wake_r in ready:
                     os.read(wake_r, 64)
                     if not read_only:
@@ -164,18 +246,23 @@ def attach(
                     data = os.read(in_fd, 65536)
                     if not data:
                         stdin_open = False
-                    elif detach_key in data:
-                        before = data.split(detach_key, 1)[0]
-                        if before and not read_only:
-                            conn.send(p.INPUT, before)
-                        conn.send(p.DETACH)
-                        detached = True
-                    elif not read_only:
-                        conn.send(p.INPUT, data)
+                    else:
+                        was_armed = armed
+                        typed, armed, detached = _split_detach(data, detach_key, armed)
+                        if armed and not was_armed:
+                            armed_until = time.monotonic() + DETACH_WINDOW
+                        if typed and not read_only:
+                            conn.send(p.INPUT, typed)
+                        if detached:
+                            conn.send(p.DETACH)
                 if conn.sock in ready:
-                    # recv_into one buffer: a fresh 256 KiB bytes object per recv() is an mmap,
-                    # page faults and an munmap each time. Payloads are copied out by the decoder.
-                    received = conn.sock.recv_into(inbox)
+                    try:
+                        # recv_into one buffer: a fresh 256 KiB bytes object per recv() is an
+                        # mmap, page faults and an munmap each time. Payloads are copied out by
+                        # the decoder.
+                        received = conn.sock.recv_into(inbox)
+                    except OSError:
+                        received = 0
                     if not received:
                         break
                     # The output of one recv() goes to the terminal in one write, however many
@@ -189,23 +276,44 @@ def attach(
                         elif frame.type == p.NOTICE:
                             pending.append(b"\r\n[egg] " + frame.payload + b"\r\n")
                     if pending:
-                        _write_all(out_fd, pending[0] if len(pending) == 1 else b"".join(pending))
+                        chunk = pending[0] if len(pending) == 1 else b"".join(pending)
+                        _write_all(out_fd, chunk)
+                        if terminal is not None:
+                            terminal.feed(chunk)
     finally:
         signal.signal(signal.SIGWINCH, old_winch)
         os.close(wake_r)
         os.close(wake_w)
         conn.close()
+        if terminal is not None:
+            with contextlib.suppress(OSError):
+                _write_all(out_fd, terminal.leave())
+    line = status_line(paths.id, result, reason, detached)
+    print(f"\r\n{line}", file=sys.stderr)
     if detached:
-        print(
-            f"\r\n[detached from session {paths.id}; egg attach {paths.id} to return]",
-            file=sys.stderr,
-        )
         return 0
-    if result is None:
-        raise EggError(f"lost the connection to session {paths.id}")
-    if reason:
-        print(f"\r\negg: session {paths.id}: {reason}", file=sys.stderr)
-    return result
+    return 1 if result is None else result
+
+
+def _split_detach(data: bytes, key: bytes, armed: bool) -> tuple[bytes, bool, bool]:
+    """(what to send to the program, armed, detach) for one read of typed input. The detach
+    key detaches — unless it is pressed again within DETACH_WINDOW, which sends it once
+    (``screen``'s way of sending its prefix), so a program that wants Ctrl-\\ still gets it.
+    ``armed``: the key was the last byte, and the caller waits for what comes next."""
+    sent = bytearray()
+    for index in range(len(data)):
+        byte = data[index : index + 1]
+        if byte != key:
+            if armed:  # the key then something else: it was a detach after all
+                return bytes(sent), False, True
+            sent += byte
+            continue
+        if armed:
+            sent += key
+            armed = False
+        else:
+            armed = True
+    return bytes(sent), armed, False
 
 
 def _write_all(fd: int, data: bytes) -> None:

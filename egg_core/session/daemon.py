@@ -41,6 +41,7 @@ from egg_core.spawn import MAX_ATTEMPTS, last_line
 HIGH_WATER = 4 * 1024 * 1024  # a client this far behind stops getting live output
 LOW_WATER = 256 * 1024  # ... and is repainted once it has drained to here
 DROP_AFTER = 30.0  # seconds a client may stay behind before it is dropped
+DRAIN_STALL = 5.0  # at the end, seconds a client may read nothing before it is given up on
 AUTH_TIMEOUT = 5.0
 KILL_GRACE = 5.0
 MAX_PENDING_INPUT = 1 << 20
@@ -70,6 +71,10 @@ class Client:
         self.rows = 24
         self.cols = 80
         self.behind_since: float | None = None
+        #: when it last typed or resized (monotonic): the size goes to the most recent one
+        self.active = 0.0
+        #: the scrollback it asked for (None: the default)
+        self.history: int | None = None
 
     def send(self, frame_type: int, payload: bytes = b"") -> None:
         if self.transport.is_closing():
@@ -532,13 +537,23 @@ class Daemon:
                 if client.attached:
                     client.send(p.NOTICE, f"open in your browser: {url}".encode())
 
-    def repaint(self, client: Client) -> bool:
-        """Send the client the current screen; False when the ring could not reproduce it
-        exactly (then the program should repaint itself)."""
-        payload, cut = self.ring.repaint(client.rows)
+    def repaint(self, client: Client, history: int | None = None) -> bool:
+        """Send the client the current screen (and ``history`` lines of scrollback before it);
+        False when the ring could not reproduce it exactly (then the program should repaint
+        itself)."""
+        from egg_core.session.ring import DEFAULT_HISTORY
+
+        if history is not None:
+            client.history = history
+        payload, cut = self.ring.repaint(
+            client.rows, client.history if client.history is not None else DEFAULT_HISTORY
+        )
+        self.send_output(client, payload)
+        return cut.exact
+
+    def send_output(self, client: Client, payload: bytes) -> None:
         for start in range(0, len(payload), OUTPUT_CHUNK):
             client.send(p.OUTPUT, payload[start : start + OUTPUT_CHUNK])
-        return cut.exact
 
     def resize(self, rows: int, cols: int) -> None:
         if (rows, cols) == (self.rows, self.cols):
@@ -648,7 +663,37 @@ class Daemon:
         finally:
             if client is not None:
                 self.clients.discard(client)
+                if client.attached and not client.read_only:
+                    self.size_to_remaining()
             writer.close()
+
+    async def drain_clients(self) -> None:
+        """Wait until every client has read what it was sent (the final screen and the exit
+        code), for as long as each keeps reading: a slow terminal after a flood of output gets
+        its end, not "lost the connection". A client that reads nothing for DRAIN_STALL seconds
+        is given up on."""
+        last: dict[Client, tuple[int, float]] = {}
+        while True:
+            now = time.monotonic()
+            waiting = [c for c in self.clients if not c.transport.is_closing() and c.buffered()]
+            if not waiting:
+                return
+            for client in waiting:
+                size = client.buffered()
+                before, since = last.get(client, (-1, now))
+                if size != before:
+                    last[client] = (size, now)
+                elif now - since > DRAIN_STALL:
+                    client.transport.abort()
+            await asyncio.sleep(0.02)
+
+    def size_to_remaining(self) -> None:
+        """A writable client left: the program takes the size of the most recently active
+        writable client still attached (read-only clients never size it), as tmux does."""
+        writable = [c for c in self.clients if c.attached and not c.read_only]
+        if writable:
+            latest = max(writable, key=lambda c: c.active)
+            self.resize(latest.rows, latest.cols)
 
     def on_frame(self, client: Client, frame: p.Frame) -> bool:
         """Handle one frame; False closes the connection."""
@@ -658,12 +703,23 @@ class Daemon:
         if kind == p.ATTACH:
             if client.attached:
                 raise p.ProtocolError("ATTACH twice")
-            client.read_only, client.rows, client.cols = p.unpack_attach(frame.payload)
+            request = p.unpack_attach_request(frame.payload)
+            client.read_only, client.rows, client.cols = (
+                request.read_only,
+                request.rows,
+                request.cols,
+            )
             client.attached = True
+            client.active = time.monotonic()
             self.first_attach.set()
             if not client.read_only:
                 self.resize(client.rows, client.cols)
-            exact = self.repaint(client)
+            if request.from_start and self.ring.start == 0:
+                # egg run's own client: everything from the first byte, as if it had been there
+                exact = True
+                self.send_output(client, self.ring.read(0))
+            else:
+                exact = self.repaint(client, request.history)
             if self.exit_code is None and not exact:
                 # The ring cannot reproduce the screen exactly (a program that redraws by moving
                 # the cursor up, like Ink-based agents): have the program repaint itself.
@@ -702,6 +758,7 @@ class Daemon:
                 p.unpack_size(frame.payload)  # still validated
             return True
         if kind == p.INPUT:
+            client.active = time.monotonic()
             self.last_activity = time.time()
             if self.audit is not None:
                 self.audit.record(1, frame.payload)
@@ -709,6 +766,7 @@ class Daemon:
             return True
         if kind == p.RESIZE:
             client.rows, client.cols = p.unpack_size(frame.payload)
+            client.active = time.monotonic()
             self.resize(client.rows, client.cols)
             return True
         raise p.ProtocolError(f"unexpected frame {kind}")
@@ -778,10 +836,13 @@ class Daemon:
         )
         self.finished = True
         for client in list(self.clients):
+            if client.attached and client.behind_since is not None:
+                # it fell behind and got no live output since: the final screen, then the end
+                client.behind_since = None
+                self.repaint(client)
             client.send(p.EXIT, p.pack_exit(code, self.exit_reason))
+        await self.drain_clients()
         for client in list(self.clients):
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(client.writer.drain(), 2)
             client.writer.close()
         with contextlib.suppress(OSError):
             self.paths.sock.unlink()

@@ -6,8 +6,8 @@ other frame, a wrong token, a malformed or oversized frame closes that connectio
 else. Frames a client may send only after ATTACH (INPUT, RESIZE, DETACH) are out of order before
 it.
 
-Client -> daemon: AUTH(token), ATTACH(read_only, rows, cols), INPUT(bytes), RESIZE(rows, cols),
-DETACH, STATUS, KILL(signal).
+Client -> daemon: AUTH(token), ATTACH(flags, rows, cols[, history]), INPUT(bytes),
+RESIZE(rows, cols), DETACH, STATUS, KILL(signal).
 Daemon -> client: OUTPUT(bytes), EXIT(code, reason), STATUS_REPLY(json), NOTICE(text),
 ERROR(text).
 """
@@ -112,17 +112,51 @@ _EXIT = struct.Struct(">i")
 _KILL = struct.Struct(">B")
 
 
-def pack_attach(read_only: bool, rows: int, cols: int) -> bytes:
-    return _ATTACH.pack(1 if read_only else 0, rows, cols)
+#: ATTACH flags
+ATTACH_READ_ONLY = 1
+#: the client of ``egg run``, attached as the program starts: it gets the output from the first
+#: byte, as a terminal that had been there all along (no reset, no repaint), if the ring has it
+ATTACH_FROM_START = 2
+_HISTORY = struct.Struct(">I")
+
+
+@attrs.frozen
+class AttachRequest:
+    read_only: bool
+    rows: int
+    cols: int
+    from_start: bool = False
+    #: lines of scrollback the repaint should give (None: the daemon's default)
+    history: int | None = None
+
+
+def pack_attach(
+    read_only: bool, rows: int, cols: int, *, from_start: bool = False, history: int | None = None
+) -> bytes:
+    flags = (ATTACH_READ_ONLY if read_only else 0) | (ATTACH_FROM_START if from_start else 0)
+    payload = _ATTACH.pack(flags, rows, cols)
+    return payload if history is None else payload + _HISTORY.pack(history)
 
 
 def unpack_attach(payload: bytes) -> tuple[bool, int, int]:
-    if len(payload) != _ATTACH.size:
+    request = unpack_attach_request(payload)
+    return request.read_only, request.rows, request.cols
+
+
+def unpack_attach_request(payload: bytes) -> AttachRequest:
+    if len(payload) not in (_ATTACH.size, _ATTACH.size + _HISTORY.size):
         raise ProtocolError("bad ATTACH payload")
-    flags, rows, cols = _ATTACH.unpack(payload)
-    if flags not in (0, 1):
+    flags, rows, cols = _ATTACH.unpack(payload[: _ATTACH.size])
+    if flags & ~(ATTACH_READ_ONLY | ATTACH_FROM_START):
         raise ProtocolError("bad ATTACH flags")
-    return bool(flags), _dimension(rows), _dimension(cols)
+    history = _HISTORY.unpack(payload[_ATTACH.size :])[0] if len(payload) > _ATTACH.size else None
+    return AttachRequest(
+        read_only=bool(flags & ATTACH_READ_ONLY),
+        rows=_dimension(rows),
+        cols=_dimension(cols),
+        from_start=bool(flags & ATTACH_FROM_START),
+        history=history,
+    )
 
 
 def pack_size(rows: int, cols: int) -> bytes:

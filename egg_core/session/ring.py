@@ -30,11 +30,13 @@ import re
 
 import attrs
 
+from egg_core.session import queries
 from egg_core.session.modes import ModeTracker, TerminalModes
 
 DEFAULT_CAPACITY = 8 * 1024 * 1024
 PLAIN_WINDOW = 64 * 1024  # first look for a plain cut in this much of the ring's tail
-DEFAULT_HISTORY = 500  # lines of scrollback a plain-tail replay gives the client, beyond 2 screens
+DEFAULT_HISTORY = 2000  # lines of scrollback a plain-tail replay gives the client, beyond 2 screens
+ALL_HISTORY = 1 << 30  # "all": as many lines as the ring holds
 RESET = b"\x1bc"  # RIS: also leaves the alternate screen and resets every mode
 
 # Everything that may appear in a "plain" tail: text and C0 controls other than ESC, SGR,
@@ -155,11 +157,13 @@ class ReplayRing:
         """
         return self.repaint(rows)[0]
 
-    def repaint(self, rows: int) -> tuple[bytes, Cut]:
+    def repaint(self, rows: int, history: int = DEFAULT_HISTORY) -> tuple[bytes, Cut]:
         """The reattach payload and the cut it starts from (``cut.exact`` False: the program
-        should be made to repaint itself), computing the cut once."""
-        cut = self.cut(rows)
-        return RESET + cut.modes.preamble() + self.read(cut.start), cut
+        should be made to repaint itself), computing the cut once. The replayed output carries
+        no terminal query (:mod:`egg_core.session.queries`): the attaching terminal would answer
+        it into the program's input."""
+        cut = self.cut(rows, history=history)
+        return RESET + cut.modes.preamble() + queries.strip(self.read(cut.start)), cut
 
     def since_last_repaint(self, rows: int = 50, *, max_bytes: int | None = None) -> bytes:
         """Bytes that draw the current screen on a freshly reset terminal: preamble, then output.
@@ -205,6 +209,8 @@ class ReplayRing:
             while not enough:
                 i = data.rfind(b"\n", max(known - 1, 0), pos)
                 if i < 0:
+                    if feeds >= least and base == 0 and known <= 0:
+                        candidates.append(0)  # the stream's first line: a line start too
                     break
                 if feeds >= least and i > 0 and data[i - 1] == 0x0D:  # after CR LF: column 0
                     candidates.append(i + 1)

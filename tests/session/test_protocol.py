@@ -46,7 +46,8 @@ def test_zero_length_and_unknown_types_are_rejected():
     ("unpack", "payload"),
     [
         (p.unpack_attach, b"\x00\x00"),
-        (p.unpack_attach, b"\x02\x00\x10\x00\x10"),
+        (p.unpack_attach, b"\x04\x00\x10\x00\x10"),
+        (p.unpack_attach, b"\x00\x00\x10\x00\x10\x00"),
         (p.unpack_attach, b"\x00\x00\x00\x00\x10"),
         (p.unpack_size, b"\x00\x10"),
         (p.unpack_size, b"\xff\xff\xff\xff"),
@@ -78,3 +79,11 @@ def test_arbitrary_bytes_only_ever_raise_protocol_error(data):
         return
     for frame in frames:
         assert frame.type in p.CLIENT_TYPES
+
+
+def test_attach_flags_and_history_round_trip():
+    payload = p.pack_attach(False, 30, 100, from_start=True, history=5000)
+    request = p.unpack_attach_request(payload)
+    assert (request.read_only, request.rows, request.cols) == (False, 30, 100)
+    assert request.from_start and request.history == 5000
+    assert p.unpack_attach_request(p.pack_attach(True, 1, 1)).history is None
