@@ -120,7 +120,8 @@ def _add_plugin_commands(ctx: Context, registry: CommandRegistry) -> None:
 
 def _recover_crashed_sessions(env: Mapping[str, str]) -> None:
     """Any egg command restores the settings of sessions whose daemon died, and of killed
-    ``egg exec`` runs, and says so."""
+    ``egg exec`` runs. What it did goes to the guard log (``egg doctor`` shows it), not into
+    the output of whatever command the user ran (``egg ls`` lists, it does not report)."""
     from egg_core import rundirs
     from egg_core.paths import egg_home
 
@@ -130,7 +131,7 @@ def _recover_crashed_sessions(env: Mapping[str, str]) -> None:
         live = False
     if not live and not rundirs.orphans(str(egg_home(env))):
         return
+    from egg_core import guardlog
     from egg_core.cli.session_cmds import recover_crashed_sessions
 
-    for line in recover_crashed_sessions(egg_home(env)):
-        print(f"egg: {line}", file=sys.stderr)
+    guardlog.record(egg_home(env), recover_crashed_sessions(egg_home(env)))

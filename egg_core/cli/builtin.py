@@ -82,6 +82,12 @@ def builtin_commands() -> list[Command]:
             run="egg_core.cli.session_cmds:kill_session",
         ),
         Command(
+            name="rm",
+            help="remove ended sessions (a captured conversation stays unless --with-history)",
+            configure=_configure("egg_core.cli.session_cmds", "configure_rm"),
+            run="egg_core.cli.session_cmds:rm_sessions",
+        ),
+        Command(
             name="replay",
             help="play back a session's audit log",
             configure=_configure("egg_core.cli.session_cmds", "configure_replay"),

@@ -44,6 +44,12 @@ def configure_run(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--detach-key", default="ctrl-\\", metavar="KEY", help=DETACH_KEY_HELP)
     p.add_argument(
+        "--name",
+        type=session_name,
+        metavar="NAME",
+        help="a name to attach, kill and show it by (unique among running sessions)",
+    )
+    p.add_argument(
         "-v",
         "--verbose",
         action="store_true",
@@ -53,7 +59,13 @@ def configure_run(p: argparse.ArgumentParser) -> None:
 
 
 def configure_attach(p: argparse.ArgumentParser) -> None:
-    p.add_argument("id", metavar="ID")
+    p.add_argument(
+        "id",
+        metavar="ID",
+        nargs="?",
+        help="session id, id prefix or name (default: the only running session, or the most "
+        "recent one in this directory)",
+    )
     p.add_argument("--read-only", action="store_true", help="watch without typing or resizing")
     p.add_argument("--detach-key", default="ctrl-\\", metavar="KEY", help=DETACH_KEY_HELP)
     p.add_argument(
@@ -71,6 +83,17 @@ DETACH_KEY_HELP = (
     "to the program instead"
 )
 DEFAULT_HISTORY_LINES = 2000
+
+
+def session_name(text: str) -> str:
+    """``--name``: letters, digits, ``.``, ``_``, ``-``; at most 64."""
+    import re
+
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", text):
+        raise argparse.ArgumentTypeError(
+            f"bad session name {text!r} (letters, digits, '.', '_', '-'; at most 64)"
+        )
+    return text
 
 
 def history_lines(text: str) -> int:
@@ -94,20 +117,43 @@ def configure_ls(p: argparse.ArgumentParser) -> None:
 
 
 def configure_status(p: argparse.ArgumentParser) -> None:
-    p.add_argument("id", metavar="ID")
+    p.add_argument("id", metavar="ID", help="session id, id prefix or name")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--screen", action="store_true", help="print the current screen as text")
 
 
 def configure_kill(p: argparse.ArgumentParser) -> None:
-    p.add_argument("id", metavar="ID")
+    p.add_argument("id", metavar="ID", help="session id, id prefix or name")
+
+
+def configure_rm(p: argparse.ArgumentParser) -> None:
+    p.add_argument("ids", metavar="ID", nargs="+", help="ended sessions (id, prefix or name)")
+    p.add_argument(
+        "--with-history",
+        action="store_true",
+        help="remove their captured conversations too (kept otherwise)",
+    )
 
 
 def configure_replay(p: argparse.ArgumentParser) -> None:
-    p.add_argument("id", metavar="ID")
+    p.add_argument("id", metavar="ID", help="session id, id prefix or name")
     p.add_argument(
-        "--speed", type=float, default=1.0, help="playback speed (2 = twice as fast, 0 = no delays)"
+        "--speed",
+        type=replay_speed,
+        default=1.0,
+        help="playback speed, more than 0 (2: twice as fast); --no-delay plays it at once",
     )
+    p.add_argument("--no-delay", action="store_true", help="no pauses at all")
+
+
+def replay_speed(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be more than 0: {text!r}")
+    return value
 
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -256,8 +302,15 @@ def run_session(ns: argparse.Namespace, ctx: Context) -> int:
         print(
             f"egg: outer boundary: {plan.selection.outer_boundary} (no OS sandbox)", file=sys.stderr
         )
+    if ns.name:
+        from egg_core.session.store import list_sessions
+
+        if any(r.alive and r.meta.get("name") == ns.name for r in list_sessions(plan.egg_home)):
+            raise UsageError(f"a running session is already named {ns.name!r}")
     rows, cols = _size(ns)
     paths = create_session(plan.egg_home)
+    if ns.name:
+        write_json(paths.meta, {"name": ns.name, "state": "starting", "cwd": str(cwd)})
     with open(paths.log, "a") as log:
         log.writelines(f"hole: {hole}\n" for hole in holes)
     spec = RunSpec(
@@ -277,6 +330,7 @@ def run_session(ns: argparse.Namespace, ctx: Context) -> int:
     )
     write_json(paths.spec, spec.to_json())
     start_daemon(paths, ctx)
+    _prune(plan.egg_home, ctx)
     name = plan.profile.name if agent else os.path.basename(plan.argv[0])
     explain = f"egg explain {plan.profile.name}" if agent else "egg explain"
     print(
@@ -293,6 +347,20 @@ def run_session(ns: argparse.Namespace, ctx: Context) -> int:
     for line in [*(meta.get("settings_restored") or []), *(meta.get("git_guard") or [])]:
         print(f"egg: {line}", file=sys.stderr)
     return code
+
+
+def _prune(egg_home: Path, ctx: Context) -> None:
+    """Ended sessions beyond the limits go (egg_core.session.housekeeping); never fatal."""
+    from egg_core import guardlog
+    from egg_core.session import housekeeping
+
+    try:
+        removed = housekeeping.prune(egg_home, ctx.environ)
+    except Exception as exc:  # housekeeping must never stop a session from starting
+        guardlog.record(egg_home, [f"pruning ended sessions failed: {exc}"])
+        return
+    if removed:
+        guardlog.record(egg_home, [f"pruned {len(removed)} ended sessions"])
 
 
 def start_daemon(paths: Any, ctx: Context) -> None:
@@ -341,7 +409,7 @@ def attach_session(ns: argparse.Namespace, ctx: Context) -> int:
     from egg_core.session.client import attach, parse_detach_key
     from egg_core.session.store import daemon_alive, find_session, read_json
 
-    paths = find_session(_egg_home(ctx), ns.id)
+    paths = find_session(_egg_home(ctx), ns.id) if ns.id else _only_live(ctx)
     if not daemon_alive(paths):
         meta = read_json(paths.meta)
         state = meta.get("state", "gone")
@@ -359,34 +427,102 @@ def attach_session(ns: argparse.Namespace, ctx: Context) -> int:
     )
 
 
-def list_sessions_cmd(ns: argparse.Namespace, ctx: Context) -> int:
-    from egg_core.cli.table import render_table
+def _only_live(ctx: Context) -> Any:
+    """``egg attach`` without an id: the only running session, or the most recent one in this
+    directory; with several and none here, list them and stop (exit 2)."""
     from egg_core.session.store import list_sessions
 
-    records = [r for r in list_sessions(_egg_home(ctx)) if ns.all or r.alive]
+    live = [r for r in list_sessions(_egg_home(ctx)) if r.alive]
+    if len(live) == 1:
+        return live[0].paths
+    here = [r for r in live if r.meta.get("cwd") == os.getcwd()]
+    if here:
+        return here[-1].paths
+    if not live:
+        raise UsageError("no session is running (egg run starts one; egg ls --all lists ended)")
+    print(_table(live, ctx), file=sys.stderr)
+    raise UsageError("several sessions are running: name one (egg attach ID)")
+
+
+def _table(records: list[Any], ctx: Context) -> str:
+    from egg_core.cli.table import render_table
+
+    rows = []
+    for r in records:
+        live = _live_status(r) if r.alive else {}
+        code = r.meta.get("exit_code")
+        state = r.state
+        if not r.alive and r.meta.get("exit_reason") in ("killed by egg kill", "idle timeout"):
+            state = "killed" if r.meta["exit_reason"] == "killed by egg kill" else "idle timeout"
+        elif code is not None and not r.alive:
+            state += f" ({code})"
+        rows.append(
+            [
+                r.paths.id,
+                str(r.meta.get("name") or "-"),
+                str(r.meta.get("agent") or "-"),
+                state,
+                str(live.get("clients", "-")),
+                _duration(live["idle"]) if "idle" in live else "-",
+                _home_relative(str(r.meta.get("cwd") or "-"), ctx),
+            ]
+        )
+    return render_table(["ID", "NAME", "AGENT", "STATE", "CLIENTS", "IDLE", "DIRECTORY"], rows)
+
+
+def _live_status(record: Any) -> dict[str, Any]:
+    """What a running daemon says about itself (clients, idle); {} if it does not answer."""
+    from egg_core.session.client import Connection
+
+    try:
+        conn = Connection(record.paths, timeout=1.0)
+    except EggError:
+        return {}
+    try:
+        return conn.request_status()
+    except (EggError, OSError, ValueError):
+        return {}
+    finally:
+        conn.close()
+
+
+def _duration(seconds: Any) -> str:
+    """``4 s``, ``3 min``, ``2.5 h``, ``3 d``."""
+    try:
+        value = float(seconds)
+    except (TypeError, ValueError):
+        return "-"
+    if value < 60:
+        return f"{value:.0f} s"
+    if value < 3600:
+        return f"{value / 60:.0f} min"
+    if value < 86400:
+        return f"{value / 3600:.1f} h"
+    return f"{value / 86400:.1f} d"
+
+
+def _home_relative(path: str, ctx: Context) -> str:
+    home = ctx.environ.get("HOME", "")
+    if home and (path == home or path.startswith(home.rstrip("/") + "/")):
+        return "~" + path[len(home.rstrip("/")) :]
+    return path
+
+
+def list_sessions_cmd(ns: argparse.Namespace, ctx: Context) -> int:
+    from egg_core.session.store import list_sessions
+
+    records = [
+        r for r in list_sessions(_egg_home(ctx)) if (ns.all or r.alive) and not r.meta.get("pruned")
+    ]
     if ns.json:
         print(
             json.dumps([{"id": r.paths.id, "state": r.state, **r.meta} for r in records], indent=2)
         )
         return 0
-    rows = []
-    for r in records:
-        started = r.meta.get("started")
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if started else "-"
-        code = r.meta.get("exit_code")
-        state = r.state + (f" ({code})" if code is not None and not r.alive else "")
-        rows.append(
-            [
-                r.paths.id,
-                state,
-                str(r.meta.get("agent", "-")),
-                str(r.meta.get("platform", "-")),
-                when,
-                " ".join(r.meta.get("command", []))[:60],
-            ]
-        )
-    if rows:
-        print(render_table(["ID", "STATE", "AGENT", "PLATFORM", "STARTED", "COMMAND"], rows))
+    if not records:
+        print("no sessions" if ns.all else "no running sessions (egg ls --all includes ended ones)")
+        return 0
+    print(_table(records, ctx))
     return 0
 
 
@@ -419,20 +555,28 @@ def status_session(ns: argparse.Namespace, ctx: Context) -> int:
         return 0
     for key in (
         "id",
+        "name",
         "state",
         "pid",
         "agent",
         "command",
         "platform",
+        "cwd",
         "uptime",
         "idle",
         "clients",
         "bytes",
         "exit_code",
+        "exit_reason",
     ):
-        if key in data:
-            value = " ".join(data[key]) if isinstance(data[key], list) else data[key]
-            print(f"{key:10} {value}")
+        value = data.get(key)
+        if value is None or value == "":
+            continue
+        if isinstance(value, list):
+            value = " ".join(str(v) for v in value)
+        elif key in ("uptime", "idle"):
+            value = _duration(value)
+        print(f"{key:11} {value}")
     return 0
 
 
@@ -463,6 +607,25 @@ def kill_session(ns: argparse.Namespace, ctx: Context) -> int:
     return 0
 
 
+def rm_sessions(ns: argparse.Namespace, ctx: Context) -> int:
+    """``egg rm ID…``: remove ended sessions; a running one is refused (exit 2), the others go."""
+    from egg_core.session import housekeeping
+    from egg_core.session.store import SessionRecord, daemon_alive, find_session, read_json
+
+    home = _egg_home(ctx)
+    records = []
+    for ident in ns.ids:
+        paths = find_session(home, ident)
+        records.append(SessionRecord(paths, read_json(paths.meta), daemon_alive(paths)))
+    ended, refused = housekeeping.removable(records)
+    for record in ended:
+        done = housekeeping.remove(record, with_history=ns.with_history)
+        print(f"session {record.paths.id}: {done}")
+    for line in refused:
+        print(f"egg: {line}", file=sys.stderr)
+    return 2 if refused else 0
+
+
 def replay_session(ns: argparse.Namespace, ctx: Context) -> int:
     from egg_core.session.audit import OUTPUT, read_records
     from egg_core.session.store import find_session
@@ -475,7 +638,7 @@ def replay_session(ns: argparse.Namespace, ctx: Context) -> int:
     for stamp, kind, data in read_records(paths.audit):
         if kind != OUTPUT:
             continue
-        if previous is not None and ns.speed > 0:
+        if previous is not None and not ns.no_delay:
             time.sleep(min(max(stamp - previous, 0) / ns.speed, 5.0))
         previous = stamp
         out.write(data)

@@ -194,10 +194,15 @@ def list_sessions(egg_home: Path) -> list[SessionRecord]:
 
 
 def find_session(egg_home: Path, ident: str) -> SessionPaths:
-    """The session whose id is ``ident`` or starts with it; one clear error otherwise."""
+    """The session named ``ident`` (``egg run --name``: a running one first, else the newest
+    with that name), or whose id is ``ident`` or starts with it; one clear error otherwise."""
     root = sessions_root(egg_home)
     if not ident or "/" in ident or ident.startswith("."):
         raise UnknownNameError(f"no session {ident!r}")
+    named = [r for r in list_sessions(egg_home) if r.meta.get("name") == ident]
+    if named:
+        live = [r for r in named if r.alive]
+        return (live or named)[-1].paths
     exact = root / ident
     if exact.is_dir():
         return SessionPaths(exact)

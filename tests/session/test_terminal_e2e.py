@@ -14,12 +14,10 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from tests.session.test_sessions import (  # noqa: F401  (env, project: fixtures)
+from tests.session.test_sessions import (
     EGG,
     TIMEOUT,
     egg,
-    env,
-    project,
     session_dir,
     start,
     status,
@@ -212,7 +210,7 @@ def test_reattaching_never_types_the_terminals_answers_into_the_program(
         while status(env, project, session)["bytes"] < 80 and time.monotonic() < deadline:
             time.sleep(0.05)
         tmux.start("sh", project)
-        for attempt in range(3):
+        for _ in range(3):
             tmux.keys(f"{EGG_CMD} attach {session}", "Enter")
             tmux.wait_for("RECORDER-READY")
             time.sleep(0.3)  # the terminal's answers, if any, arrive now
@@ -291,7 +289,7 @@ def test_reattach_gives_the_asked_scrollback(
         tmux("clear-history")
         tmux.keys(f"{EGG_CMD} attach --history all {session}", "Enter")
         everything = tmux.wait_for("5000", whole=True)
-        assert [int(line) for line in everything.split() if line.isdigit()][0] == 1
+        assert next(int(line) for line in everything.split() if line.isdigit()) == 1
         tmux.keys("C-\\")
     finally:
         egg(env, "kill", session, cwd=project)
