@@ -22,9 +22,15 @@ class _Parser(argparse.ArgumentParser):
     """argparse that raises instead of printing usage and exiting, so errors stay one line."""
 
     usage_exit_code = 2
+    #: the subcommand being parsed, when this is the top-level parser: argparse reports a
+    #: subcommand's unknown options from here, and the hint should name that subcommand's help
+    selected: _Parser | None = None
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{message} (see '{self.prog} --help')", exit_code=self.usage_exit_code)
+        target = self.selected or self
+        raise UsageError(
+            f"{message} (see '{target.prog} --help')", exit_code=target.usage_exit_code
+        )
 
 
 def build_parser(registry: CommandRegistry, selected: str | None = None) -> argparse.ArgumentParser:
@@ -42,6 +48,8 @@ def build_parser(registry: CommandRegistry, selected: str | None = None) -> argp
         child.usage_exit_code = command.usage_exit_code
         if command.configure is not None and selected in (None, command.name):
             command.configure(child)
+        if command.name == selected:
+            parser.selected = child
         child.set_defaults(_command=command)
     return parser
 

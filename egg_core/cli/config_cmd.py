@@ -122,7 +122,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     validate.add_argument("path", nargs="?", metavar="PATH", help="default: the discovered config")
     validate.set_defaults(_action=_validate)
     init = sub.add_parser("init", help="write a commented starter egg.yaml")
-    init.add_argument("path", nargs="?", default="egg.yaml", metavar="PATH")
+    init.add_argument(
+        "path", nargs="?", default="egg.yaml", metavar="PATH", help="where (default: ./egg.yaml)"
+    )
     init.set_defaults(_action=_init)
     trust = sub.add_parser(
         "trust",
@@ -130,7 +132,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         description="egg refuses a config file that changed while a sandbox could write it "
         "(it may have been planted). Read the file, then trust it as it is now.",
     )
-    trust.add_argument("path", metavar="PATH")
+    trust.add_argument("path", metavar="PATH", help="the config file you have read")
     trust.set_defaults(_action=_trust)
 
 

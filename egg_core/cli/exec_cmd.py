@@ -29,7 +29,9 @@ def configure(p: argparse.ArgumentParser) -> None:
         "--tty", action="store_true", help="share the terminal with the command (interactive)"
     )
     p.add_argument("--network-log", metavar="PATH", help="append network decisions to this file")
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ARGS")
+    p.add_argument(
+        "command", nargs=argparse.REMAINDER, metavar="-- CMD ARGS", help="the command to run"
+    )
 
 
 def run(ns: argparse.Namespace, ctx: Context) -> int:

@@ -55,7 +55,12 @@ def configure_run(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print every hole drilled for the agent (always in the session log)",
     )
-    p.add_argument("rest", nargs=argparse.REMAINDER, metavar="AGENT [ARGS] | -- CMD ARGS")
+    p.add_argument(
+        "rest",
+        nargs=argparse.REMAINDER,
+        metavar="AGENT [ARGS] | -- CMD ARGS",
+        help="an agent (egg plugins lists them) and its arguments, or -- and a command",
+    )
 
 
 def configure_attach(p: argparse.ArgumentParser) -> None:
@@ -284,12 +289,15 @@ def run_session(ns: argparse.Namespace, ctx: Context) -> int:
         platform=ns.platform,
         skip_permissions=ns.skip_permissions,
     )
+    found = find_command(plan.argv[0], plan.env, cwd)
     if not plan.known_agent:
+        if found is None:
+            raise unknown_agent(plan.profile.name, ctx)
         print(
             f"egg: unknown agent {plan.profile.name!r}: running with no agent holes",
             file=sys.stderr,
         )
-    if find_command(plan.argv[0], plan.env, cwd) is None:
+    if found is None:
         raise EggError(f"{plan.argv[0]}: command not found", exit_code=127)
     holes = [
         f"{hole.kind} {hole.value} for {hole.agent}: {hole.reason}"
@@ -347,6 +355,19 @@ def run_session(ns: argparse.Namespace, ctx: Context) -> int:
     for line in [*(meta.get("settings_restored") or []), *(meta.get("git_guard") or [])]:
         print(f"egg: {line}", file=sys.stderr)
     return code
+
+
+def unknown_agent(name: str, ctx: Context) -> EggError:
+    """No agent of that name and no command either: say what it might have meant."""
+    import difflib
+
+    from egg_core import registry
+    from egg_core.errors import UnknownNameError
+
+    agents = sorted(registry.agents(ctx.pm))
+    close = difflib.get_close_matches(name, agents, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}?" if close else f"agents: {', '.join(agents)}"
+    return UnknownNameError(f"unknown agent {name!r}, and no command of that name ({hint})")
 
 
 def _prune(egg_home: Path, ctx: Context) -> None:

@@ -43,7 +43,7 @@ def parse_detach_key(text: str) -> bytes:
                 return bytes([code])
     if len(value.encode()) == 1:
         return value.encode()
-    raise EggError(f"bad detach key {text!r} (use e.g. ctrl-\\\\, ctrl-a or ^A)", exit_code=2)
+    raise EggError(f"bad detach key {text!r} (use e.g. ctrl-\\, ctrl-a or ^A)", exit_code=2)
 
 
 class Connection:

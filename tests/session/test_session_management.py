@@ -165,3 +165,75 @@ def test_kill_is_reported_as_killed(env: dict[str, str], project: Path) -> None:
     row = next(line for line in listing.splitlines() if line.startswith(session))
     assert row.split()[3] == "killed"
     assert os.path.isdir(session_dir(env, session))
+
+
+def test_small_errors_are_one_clear_line(env: dict[str, str], project: Path) -> None:
+    key = egg(env, "run", "--detach-key", "foo", "--", "true", cwd=project)
+    assert key.returncode == 2
+    assert key.stderr == "egg: error: bad detach key 'foo' (use e.g. ctrl-\\, ctrl-a or ^A)\n"
+
+    typo = egg(env, "run", "claud", cwd=project)
+    assert typo.returncode == 2
+    assert "did you mean 'claude'?" in typo.stderr
+
+    option = egg(env, "attach", "--bogus", cwd=project)
+    assert option.returncode == 2
+    assert "(see 'egg attach --help')" in option.stderr
+
+
+def test_every_subcommand_and_option_has_help() -> None:
+    import argparse
+
+    from egg_core.cli.app import build_parser
+    from egg_core.cli.builtin import builtin_commands
+    from egg_core.cli.registry import CommandRegistry
+
+    registry = CommandRegistry()
+    for command in builtin_commands():
+        registry.register(command)
+    missing: list[str] = []
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                helps = {a.dest: a.help for a in action._choices_actions}
+                for name, child in action.choices.items():
+                    if not helps.get(name):
+                        missing.append(f"{path} {name}")
+                    walk(child, f"{path} {name}")
+            elif not isinstance(action, argparse._HelpAction) and not action.help:
+                missing.append(f"{path} {'/'.join(action.option_strings) or action.dest}")
+
+    walk(build_parser(registry), "egg")
+    assert missing == []
+
+
+def test_a_killed_daemons_cgroups_are_swept_by_the_next_egg_command(
+    env: dict[str, str], project: Path
+) -> None:
+    """A daemon killed with -9 cannot remove the memory/pids cgroups of its sandbox; the next
+    egg command removes those that are empty and whose creator is gone."""
+    import signal
+
+    from egg_plugins.platforms.linux import cgroups
+
+    parents = list(cgroups.detect().parents.values())
+    (project / "egg.yaml").write_text("resources: {memory: 256M, max_pids: 64}\n")
+    session = run_detached(env, project, "--", "sleep", "600")
+    daemon = int((session_dir(env, session) / "egg.pid").read_text())
+    mine = [
+        c
+        for parent in parents
+        for c in parent.iterdir()
+        if c.name.removeprefix("egg-").startswith(f"{daemon}-")
+    ]
+    assert mine, "the session's sandbox has no cgroup"
+    os.kill(daemon, signal.SIGKILL)
+    deadline = time.monotonic() + TIMEOUT
+    while any((c / "cgroup.procs").read_text().strip() for c in mine if c.exists()):
+        assert time.monotonic() < deadline, "the sandbox outlived its daemon"
+        time.sleep(0.05)
+
+    egg(env, "ls", cwd=project)
+
+    assert [c for c in mine if c.exists()] == []
