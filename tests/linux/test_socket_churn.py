@@ -133,5 +133,5 @@ def test_a_launch_that_fails_before_its_command_says_why_in_one_line(box: Box) -
     assert session.returncode == 125
     line = next(x for x in session.stderr.splitlines() if "failed before" in x)
     assert "bwrap: " in line
-    log = Path(line.split("(log: ", 1)[1].rstrip(")"))
+    log = Path(line.split("(log: ", 1)[1].rstrip(")]"))
     assert "bwrap: " in log.read_text()
