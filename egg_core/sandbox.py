@@ -267,6 +267,9 @@ class Check:
     fix: str | None = None
     #: policy features that fail on this host because of this check (e.g. "resources.memory")
     blocks: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
+    #: not a fault of the platform, only a feature this user cannot have here (shown as a note,
+    #: with its fix, under a platform that is still available)
+    note: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -274,5 +277,6 @@ class Check:
             "ok": self.ok,
             "detail": self.detail,
             "fix": self.fix,
+            "note": self.note,
             "blocks": list(self.blocks),
         }

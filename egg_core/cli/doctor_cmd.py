@@ -59,9 +59,13 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
         print(f"  {platform['reason']}")
         if platform["capabilities"]:
             print(f"  enforces: {', '.join(platform['capabilities'])}")
+        withheld = [f for c in platform["checks"] if c.get("note") for f in c.get("blocks", [])]
+        if withheld:
+            print(f"  not for this user: {', '.join(withheld)} (see the note below)")
         for check in platform["checks"]:
-            print(f"  {'ok  ' if check['ok'] else 'FAIL'} {check['name']}: {check['detail']}")
-            if check["fix"] and not check["ok"]:
+            mark = "note" if check.get("note") else "ok  " if check["ok"] else "FAIL"
+            print(f"  {mark} {check['name']}: {check['detail']}")
+            if check["fix"] and (not check["ok"] or check.get("note")):
                 print(f"       fix: {check['fix']}")
     failing = data["failing_features"]
     if failing:

@@ -104,18 +104,53 @@ def check_seccomp() -> Check:
     return Check("seccomp", True, f"filter builds ({size} bytes of BPF); kernel mode {mode}")
 
 
+#: how a user gets memory and pids cgroups of their own on a systemd host (cgroup v2)
+SYSTEMD_DELEGATION = (
+    "sudo mkdir -p /etc/systemd/system/user@.service.d && printf '[Service]\\nDelegate=memory "
+    "pids\\n' | sudo tee /etc/systemd/system/user@.service.d/delegate.conf && sudo systemctl "
+    "daemon-reload; then, after logging in again, run egg in a delegated scope: systemd-run "
+    "--user --scope -p Delegate=yes egg ..."
+)
+
+
 def check_cgroups() -> Check:
+    """memory and pids cgroups. Missing only because this user may not create them (not root,
+    nothing delegated) is a note, not a failure: the platform works, and resources.memory and
+    resources.max_pids are what this user cannot have until they are delegated."""
     support = cgroups.detect()
     blocks = tuple(
         "resources.memory" if c == "memory" else "resources.max_pids" for c in support.problems
     )
     problems = "; ".join(f"{c}: {why}" for c, why in sorted(support.problems.items()))
+    if not support.problems:
+        return Check("cgroups", True, support.describe())
+    permission = os.getuid() != 0 and all(
+        "not writable by uid" in why or "delegate" in why for why in support.problems.values()
+    )
+    if not permission:
+        return Check(
+            "cgroups",
+            False,
+            f"{support.describe()}; {problems}",
+            "run egg as root, or delegate a cgroup to this user",
+            blocks,
+        )
+    controllers = ", ".join(sorted(support.problems))
+    where = "; ".join(why.split(" (")[0] for _, why in sorted(support.problems.items()))
+    if support.version == 2:
+        fix = SYSTEMD_DELEGATION
+    else:
+        fix = (
+            "cgroup v1 is not delegated to users: run egg as root, or boot the host with cgroup "
+            f"v2 (systemd.unified_cgroup_hierarchy=1) and then: {SYSTEMD_DELEGATION}"
+        )
     return Check(
         "cgroups",
-        not support.problems,
-        support.describe() + (f"; {problems}" if problems else ""),
-        "run egg as root, or delegate a cgroup to this user" if support.problems else None,
+        True,
+        f"{controllers}: not available to this user (uid {os.getuid()}: {where})",
+        fix,
         blocks,
+        note=True,
     )
 
 
