@@ -23,7 +23,7 @@ def collect(ctx: Context) -> dict[str, Any]:
         ok, reason = platform.available()
         checks = platform.diagnose() if ok or platform.name == "linux-ns" else []
         for check in checks:
-            if not check.ok:
+            if not check.ok or check.note:
                 for feature in check.blocks:
                     failing.setdefault(feature, []).append(f"{name}: {check.name}")
         platforms.append(
