@@ -34,6 +34,7 @@ from typing import Any
 import attrs
 
 from egg_core.converters import to_tuple
+from egg_core.loopback import LOOPBACK_NAMES, is_loopback, parse_address
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 Connector = Callable[[str, int], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
@@ -47,12 +48,11 @@ MAX_CONNECTIONS = 256
 #: seconds a client may take to send its request head
 HEAD_TIMEOUT = 30.0
 DEFAULT_PORTS = (80, 443)
-LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 #: ``NO_PROXY`` inside a sandbox: loopback goes direct. In a network namespace it is the
 #: sandbox's own loopback (a server the command starts, the forwarded ports' bridges); under
 #: Seatbelt the profile admits only the forwarded ports. Through the proxy it would be refused.
 NO_PROXY_INSIDE = ",".join(
-    ["localhost", "127.0.0.1", "::1", *sorted(LOOPBACK_NAMES - {"localhost"})]
+    ["localhost", "127.0.0.1", "::1", *sorted(LOOPBACK_NAMES - {"localhost"}), ".localhost"]
 )
 
 
@@ -174,9 +174,8 @@ class FilteringProxy:
 
     async def decide(self, host: str, port: int) -> Decision:
         listed, why = self.rules.match(host, port)
-        literal = _ip(host)
-        loopback_name = host.lower().rstrip(".") in LOOPBACK_NAMES
-        if (literal is not None and literal.is_loopback) or loopback_name:
+        literal = parse_address(host)
+        if is_loopback(host):
             if port in self.rules.local_ports:
                 return Decision(True, f"forwarded local port {port}", "127.0.0.1", listed=True)
             return self._deny(f"loopback port {port} is not a forwarded local port")

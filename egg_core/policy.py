@@ -52,7 +52,6 @@ CONTROL_SOCKETS = (
 )
 #: FsEntry.seed value for a directory placeholder
 SEED_DIRECTORY = seeds.DIRECTORY
-LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]", "ip6-localhost"})
 EGG_SOURCE = "egg"
 
 
@@ -256,7 +255,9 @@ def _provider_target(url: str) -> tuple[str, int | None] | None:
 
 
 def _is_loopback(host: str) -> bool:
-    return host in LOOPBACK_HOSTS or host.startswith("127.")
+    from egg_core.loopback import is_loopback
+
+    return is_loopback(host)
 
 
 def protected_paths(
@@ -471,7 +472,13 @@ def resolve_policy(
     local_ports: list[int] = list(net.local_ports)
     need_full = net.unrestricted
     for domain in net.domains:
-        host, _, port = domain.rpartition(":") if domain.count(":") == 1 else (domain, "", "")
+        if domain.startswith("["):  # [::1]:4000
+            host, _, rest = domain[1:].partition("]")
+            port = rest[1:] if rest.startswith(":") else ""
+        elif domain.count(":") == 1:
+            host, _, port = domain.rpartition(":")
+        else:
+            host, port = domain, ""
         if host and _is_loopback(host.lower()) and port.isdigit():
             derived.append(
                 DrilledHole("local_port", port, agent, f"egg.yaml allows {domain}: forwarded")
