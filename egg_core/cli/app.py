@@ -140,6 +140,6 @@ def _recover_crashed_sessions(env: Mapping[str, str]) -> None:
     if not live and not rundirs.orphans(str(egg_home(env))):
         return
     from egg_core import guardlog
-    from egg_core.cli.session_cmds import recover_crashed_sessions
+    from egg_core.session.recovery import recover_crashed_sessions
 
     guardlog.record(egg_home(env), recover_crashed_sessions(egg_home(env)))
