@@ -8,7 +8,7 @@ the wrong type with the name of the plugin that passed it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
@@ -32,6 +32,17 @@ class Registered(Generic[T]):
     plugin: str
 
 
+def reject_wrapper(impl: Any, hook_name: str) -> None:
+    """Registration hooks call each plugin's implementation once, with its own ``register``
+    callback (so a clash names the plugin that caused it): there is no call for a wrapper to
+    wrap. One is refused at load time, rather than silently never run."""
+    if getattr(impl, "hookwrapper", False) or getattr(impl, "wrapper", False):
+        raise PluginError(
+            f"plugin {impl.plugin_name!r} implements {hook_name} as a hook wrapper; "
+            "registration hooks cannot be wrapped (register directly instead)"
+        )
+
+
 def _collect(
     pm: EggPluginManager,
     hook_name: str,
@@ -45,6 +56,7 @@ def _collect(
     # get_hookimpls() lists implementations in registration order (the reverse of call order).
     for impl in caller.get_hookimpls():
         plugin_name = impl.plugin_name
+        reject_wrapper(impl, hook_name)
 
         def register(obj: T, _plugin: str = plugin_name) -> None:
             if not isinstance(obj, expected):

@@ -118,6 +118,34 @@ def test_plugin_implementing_unknown_hook_fails_alone(plugin_dir, egg_home):
     assert pm.get_plugin("typo") is None
 
 
+def test_a_registration_hook_wrapper_is_refused_not_ignored(plugin_dir, egg_home):
+    """Registration hooks call each implementation directly: a wrapper would never run, so it
+    is a load error naming the plugin and the hook."""
+    (plugin_dir / "wrapping.py").write_text(
+        textwrap.dedent(
+            """
+            from egg_core.hookspecs import hookimpl
+
+            @hookimpl(wrapper=True)
+            def egg_register_agents(register):
+                result = yield
+                return result
+            """
+        )
+    )
+    pm = get_plugin_manager(
+        environ={"EGG_HOME": str(egg_home)},
+        entry_points=[EntryPointRecord("wrapping", "wrapping", "third", "1")],
+    )
+
+    with pytest.raises(PluginError) as raised:
+        registry.agents(pm)
+    assert raised.value.message == (
+        "plugin 'wrapping' implements egg_register_agents as a hook wrapper; registration hooks "
+        "cannot be wrapped (register directly instead)"
+    )
+
+
 def test_unmarked_functions_are_not_hooks(plugin_dir, egg_home):
     (plugin_dir / "unmarked.py").write_text(
         "def egg_register_agents(register):\n    raise SystemExit\n"

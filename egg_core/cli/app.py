@@ -118,8 +118,11 @@ class _ScopedRegistry:
 
 def _add_plugin_commands(ctx: Context, registry: CommandRegistry) -> None:
     """Plugin commands; one plugin failing here is a warning, never a broken ``egg``."""
+    from egg_core.registry import reject_wrapper
+
     for impl in ctx.pm.hook.egg_cli_commands.get_hookimpls():
         try:
+            reject_wrapper(impl, "egg_cli_commands")
             impl.function(cli=_ScopedRegistry(registry, impl.plugin_name))
         except Exception as exc:
             message = exc.message if isinstance(exc, EggError) else f"{type(exc).__name__}: {exc}"
