@@ -25,6 +25,7 @@ import attrs
 
 from egg_core.converters import to_tuple
 from egg_core.errors import ConfigError
+from egg_core.pathrules import Mode
 from egg_core.paths import egg_home, expand_user, user_home
 
 #: ``cache``: the sandbox gets a cache of its own at that path (shared by sandbox runs, never
@@ -40,7 +41,7 @@ DEFAULT_SOURCE = "built-in default"
 class FsRule:
     """``mode:path`` — the path as written (``~`` and relative paths are kept)."""
 
-    mode: str
+    mode: Mode
     path: str
     source: str = attrs.field(default="", eq=False, repr=False)
 

@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import yaml
 
@@ -81,6 +81,9 @@ _STANDARD_TAGS = {
     "tag:yaml.org,2002:omap",
     "tag:yaml.org,2002:pairs",
 }
+
+if TYPE_CHECKING:
+    from egg_core.pathrules import Mode
 
 
 class _Reader:
@@ -300,7 +303,7 @@ def _fs(r: _Reader, node: yaml.Node, source: str) -> tuple[FsRule, ...]:
             )
         if not path.strip():
             raise r.fail(item, key, f"empty path in {text!r}")
-        rules.append(FsRule(mode, path.strip(), source))
+        rules.append(FsRule(cast("Mode", mode), path.strip(), source))  # checked just above
     return tuple(rules)
 
 

@@ -9,11 +9,14 @@ so the arithmetic lives here once.
 from __future__ import annotations
 
 import os
+from typing import Literal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
+#: a filesystem rule's mode (see egg_core.policy.FsEntry)
+Mode = Literal["rw", "rw-prefix", "cache", "ro", "deny-write", "deny"]
 #: at equal depth the more restrictive rule is applied last and wins
 MODE_RANK = {"rw": 0, "rw-prefix": 0, "cache": 0, "ro": 1, "deny-write": 2, "deny": 3}
 #: modes that let the sandbox write the *host's* path (``cache`` gives it another directory there)

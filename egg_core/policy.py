@@ -29,9 +29,9 @@ from egg_core import seeds
 from egg_core.config import EggConfig
 from egg_core.converters import to_tuple
 from egg_core.env import ESSENTIAL_VARIABLES, ssh_agent_socket_paths
-from egg_core.pathrules import MODE_RANK
+from egg_core.pathrules import MODE_RANK, Mode
 from egg_core.pathrules import under as _under
-from egg_core.profiles import AgentProfile, EnvDefault
+from egg_core.profiles import AgentProfile, EnvDefault, Grant
 
 NEED_NONE = "none"
 NEED_LOCAL = "local"
@@ -83,7 +83,7 @@ class FsEntry:
     command fail; ``.`` does not). Removed after the run if still unchanged.
     """
 
-    mode: str
+    mode: Mode
     path: str
     source: str
     seed: str | None = None
@@ -392,9 +392,9 @@ def resolve_policy(
     fs = [FsEntry(r.mode, _abs(r.path, home_p, cwd_p), r.source or "egg.yaml") for r in config.fs]
     denied = [e.path for e in fs if e.mode == "deny"]
     relocated = relocations(profile, str(home_p), environ)
-    for grant, mode in [(g, "rw") for g in profile.write_dirs] + [
-        (g, "rw-prefix") for g in profile.write_prefix_dirs
-    ]:
+    agent_dirs: list[tuple[Grant, Mode]] = [(g, "rw") for g in profile.write_dirs]
+    agent_dirs += [(g, "rw-prefix") for g in profile.write_prefix_dirs]
+    for grant, mode in agent_dirs:
         path = home_path(grant.value, str(home_p), relocated)
         if not path:
             continue  # anchored at a variable that is not set
