@@ -35,6 +35,9 @@ from egg_core.config import (
 from egg_core.errors import ConfigError
 from egg_core.units import parse_duration, parse_size
 
+if TYPE_CHECKING:
+    from egg_core.pathrules import Mode
+
 TOP_LEVEL_KEYS = (
     "base",
     "fs",
@@ -81,9 +84,6 @@ _STANDARD_TAGS = {
     "tag:yaml.org,2002:omap",
     "tag:yaml.org,2002:pairs",
 }
-
-if TYPE_CHECKING:
-    from egg_core.pathrules import Mode
 
 
 class _Reader:
