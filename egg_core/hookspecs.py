@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from egg_core.cli.registry import CommandRegistry
+    from egg_core.commands import Command, CommandRegistry
     from egg_core.config import EggConfig
     from egg_core.history import CapturedHistory, HistoryContext, RestoredHistory
     from egg_core.profiles import AgentProfile
@@ -46,6 +46,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 RegisterAgent = Callable[["AgentProfile"], None]
 RegisterPlatform = Callable[["Platform"], None]
+RegisterCommand = Callable[["Command"], None]
 RegisterTool = Callable[["Tool"], None]
 
 
@@ -147,13 +148,16 @@ def egg_session_ended(session: SessionInfo, exit_code: int) -> None:
 
 
 @hookspec
-def egg_cli_commands(cli: CommandRegistry) -> None:
+def egg_cli_commands(register: RegisterCommand, cli: CommandRegistry) -> None:
     """Add subcommands to ``egg``.
 
     Fires when the CLI is asked for a command it does not define itself, or for ``--help``.
-    Call ``cli.register(Command(...))``; a name that clashes with a built-in command is an error
-    naming the plugin.
+    Call ``register(Command(...))``, as with the other registration hooks; a name that clashes
+    with a built-in command (or another plugin's) is an error naming the plugin. Like every
+    registration hook, it cannot be a hook wrapper.
 
-    :param cli: the registry of subcommands.
+    :param register: adds one :class:`egg_core.commands.Command`.
+    :param cli: the registry itself (``cli.register(...)``), for plugins written before
+        ``register`` was passed; take only the argument you use.
     :return: nothing; the return value is ignored.
     """

@@ -46,7 +46,7 @@ def test_unknown_option_is_one_line(egg_cli):
 def test_internal_errors_are_one_line_without_debug_and_a_traceback_with(egg_cli, plugin_dir):
     (plugin_dir / "crashy_cmd.py").write_text(
         "from egg_core.hookspecs import hookimpl\n"
-        "from egg_core.cli.registry import Command\n"
+        "from egg_core.commands import Command\n"
         "def boom(ns, ctx):\n"
         "    raise RuntimeError('kaboom')\n"
         "@hookimpl\n"
@@ -70,10 +70,10 @@ def test_internal_errors_are_one_line_without_debug_and_a_traceback_with(egg_cli
 def test_plugin_command_clashing_with_builtin_is_a_warning(egg_cli, plugin_dir):
     (plugin_dir / "clash_cmd.py").write_text(
         "from egg_core.hookspecs import hookimpl\n"
-        "from egg_core.cli.registry import Command\n"
+        "from egg_core.commands import Command\n"
         "@hookimpl\n"
-        "def egg_cli_commands(cli):\n"
-        "    cli.register(Command(name='plugins', help='mine', run=lambda ns, ctx: 0))\n"
+        "def egg_cli_commands(register):\n"
+        "    register(Command(name='plugins', help='mine', run=lambda ns, ctx: 0))\n"
     )
     from tests.helpers import write_dist
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from egg_core import __version__
 from egg_core.cli.builtin import builtin_commands
 from egg_core.cli.context import Context
-from egg_core.cli.registry import Command, CommandRegistry
+from egg_core.commands import Command, CommandRegistry
 from egg_core.errors import EggError, UsageError
 
 
@@ -123,7 +123,9 @@ def _add_plugin_commands(ctx: Context, registry: CommandRegistry) -> None:
     for impl in ctx.pm.hook.egg_cli_commands.get_hookimpls():
         try:
             reject_wrapper(impl, "egg_cli_commands")
-            impl.function(cli=_ScopedRegistry(registry, impl.plugin_name))
+            scoped = _ScopedRegistry(registry, impl.plugin_name)
+            offered = {"register": scoped.register, "cli": scoped}
+            impl.function(**{name: offered[name] for name in impl.argnames if name in offered})
         except Exception as exc:
             message = exc.message if isinstance(exc, EggError) else f"{type(exc).__name__}: {exc}"
             print(f"egg: warning: plugin {impl.plugin_name!r}: {message}", file=sys.stderr)

@@ -6,7 +6,7 @@ import argparse
 import importlib
 from collections.abc import Callable
 
-from egg_core.cli.registry import Command
+from egg_core.commands import Command
 
 
 def _plugins_args(p: argparse.ArgumentParser) -> None:

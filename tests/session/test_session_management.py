@@ -186,7 +186,7 @@ def test_every_subcommand_and_option_has_help() -> None:
 
     from egg_core.cli.app import build_parser
     from egg_core.cli.builtin import builtin_commands
-    from egg_core.cli.registry import CommandRegistry
+    from egg_core.commands import CommandRegistry
 
     registry = CommandRegistry()
     for command in builtin_commands():

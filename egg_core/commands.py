@@ -1,5 +1,8 @@
 """Subcommands of ``egg``: built-in ones and those plugins add through ``egg_cli_commands``.
 
+Below the hook specifications (and the CLI), so that ``hookspecs`` can name these types without
+an import cycle.
+
 A command is declared by a ``configure`` function (adds its arguments to an argparse parser) and a
 ``run`` function; ``run`` may be given as ``"module:function"`` so that declaring every command
 costs no imports, and only the command that runs loads its module.
@@ -10,16 +13,15 @@ from __future__ import annotations
 import argparse
 import importlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Any
 
 import attrs
 
 from egg_core.errors import PluginError
 
-if TYPE_CHECKING:
-    from egg_core.cli.context import Context
-
-RunFunction = Callable[[argparse.Namespace, "Context"], int]
+#: ``run(namespace, context)`` — the context is :class:`egg_core.cli.context.Context` (not
+#: imported here: the CLI sits above the hook specifications, which name this module)
+RunFunction = Callable[[argparse.Namespace, Any], int]
 
 
 @attrs.frozen(kw_only=True)
