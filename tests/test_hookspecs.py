@@ -54,3 +54,22 @@ def test_hook_is_exercised_by_a_test(name, fn):
         p.read_text() for p in tests.rglob("test_*.py") if p.name != Path(__file__).name
     )
     assert name in sources, f"no test mentions {name}"
+
+
+def test_the_plugin_api_exports_what_it_lists() -> None:
+    """egg_core.api is the one import surface for plugin authors: every name it lists exists,
+    and the example third-party plugin imports only from it."""
+    from pathlib import Path
+
+    from egg_core import api
+
+    assert sorted(api.__all__) == sorted(set(api.__all__))
+    for name in api.__all__:
+        assert getattr(api, name) is not None, name
+    example = Path(__file__).parent.parent / "examples/egg-agent-example/egg_agent_example"
+    imports = [
+        line
+        for line in (example / "__init__.py").read_text().splitlines()
+        if line.startswith(("from egg_core", "import egg_core"))
+    ]
+    assert imports and all(line.startswith("from egg_core.api import") for line in imports)

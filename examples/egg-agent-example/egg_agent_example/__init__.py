@@ -4,8 +4,7 @@ Copy this package to start your own agent plugin. The profile is data: the holes
 each with a reason that ``egg explain`` shows to the person reviewing the sandbox.
 """
 
-from egg_core.hookspecs import RegisterAgent, hookimpl
-from egg_core.profiles import AgentProfile, Grant
+from egg_core.api import AgentProfile, Grant, RegisterAgent, hookimpl
 
 PROFILE = AgentProfile(
     name="example",
