@@ -27,14 +27,12 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import attrs
-
-from egg_core.converters import to_tuple
 from egg_core.loopback import LOOPBACK_NAMES, is_loopback, parse_address
+from egg_core.netrules import Decision, NetworkRules
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 Connector = Callable[[str, int], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
@@ -47,7 +45,6 @@ MAX_HEAD = 64 * 1024
 MAX_CONNECTIONS = 256
 #: seconds a client may take to send its request head
 HEAD_TIMEOUT = 30.0
-DEFAULT_PORTS = (80, 443)
 #: ``NO_PROXY`` inside a sandbox: loopback goes direct. In a network namespace it is the
 #: sandbox's own loopback (a server the command starts, the forwarded ports' bridges); under
 #: Seatbelt the profile admits only the forwarded ports. Through the proxy it would be refused.
@@ -70,65 +67,6 @@ def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
         return addr.ipv4_mapped
     return addr
-
-
-@attrs.frozen
-class Decision:
-    allow: bool
-    reason: str
-    address: str | None = None  # the checked address to connect to
-    would_deny: bool = False  # observe mode: enforce would have denied
-    #: the policy allows this destination but it cannot be reached (the name does not resolve):
-    #: not a policy decision, so it is logged as allowed, with this, and the client told so
-    unreachable: str | None = None
-    #: whether the host was on the allowlist (loopback names: whether the port is forwarded)
-    listed: bool = False
-
-
-@attrs.frozen(kw_only=True)
-class NetworkRules:
-    """The allowlist part of an effective policy."""
-
-    domains: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
-    local_ports: tuple[int, ...] = attrs.field(default=(), converter=to_tuple)
-    mode: str = "enforce"
-
-    def match(self, host: str, port: int) -> tuple[bool, str]:
-        """Whether (host, port) is on the list, and which entry (or why not)."""
-        host = host.lower().rstrip(".")
-        for entry in self.domains:
-            name, _, entry_port = (
-                entry.lower().rpartition(":")
-                if _has_port(entry)
-                else (
-                    entry.lower(),
-                    "",
-                    "",
-                )
-            )
-            name = name.rstrip(".").strip("[]")
-            ports = (int(entry_port),) if entry_port else DEFAULT_PORTS
-            if name == "*":
-                return True, "network '*'"
-            if name.startswith("*."):
-                hit = host.endswith(name[1:]) and host != name[2:]
-            else:
-                hit = host == name
-            if hit and port in ports:
-                return True, f"allowed by {entry}"
-            if hit:
-                return False, f"port {port} is not allowed for {entry} (only {_ports(ports)})"
-        return False, "host not on the allowlist"
-
-
-def _has_port(entry: str) -> bool:
-    if entry.startswith("["):
-        return "]:" in entry
-    return entry.count(":") == 1
-
-
-def _ports(ports: Iterable[int]) -> str:
-    return ", ".join(str(p) for p in ports)
 
 
 class DecisionLog:

@@ -439,10 +439,10 @@ class LinuxNamespaces(Platform):
             NO_PROXY_INSIDE,
             DecisionLog,
             FilteringProxy,
-            NetworkRules,
             ProxyThread,
             test_network_seam,
         )
+        from egg_core.netrules import NetworkRules
 
         net_dir = launch.work_dir / "net"
         if len(str(net_dir / "port-65535.sock")) > SUN_PATH_MAX:

@@ -9,7 +9,8 @@ import asyncio
 import pytest
 
 from egg_core.loopback import is_loopback
-from egg_core.netproxy import DecisionLog, FilteringProxy, NetworkRules
+from egg_core.netproxy import DecisionLog, FilteringProxy
+from egg_core.netrules import NetworkRules
 from tests.policy.conftest import resolve
 
 SPELLINGS = [

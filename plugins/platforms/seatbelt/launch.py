@@ -114,10 +114,10 @@ def start_proxy(
         NO_PROXY_INSIDE,
         DecisionLog,
         FilteringProxy,
-        NetworkRules,
         ProxyThread,
         test_network_seam,
     )
+    from egg_core.netrules import NetworkRules
 
     rules = NetworkRules(domains=policy.domains, local_ports=policy.local_ports, mode=policy.mode)
     proxy = FilteringProxy(rules, DecisionLog(network_log), **test_network_seam(environ))
