@@ -16,13 +16,11 @@ and nothing here raises on a strange path.
 
 from __future__ import annotations
 
-import glob
 import os
 import stat
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import attrs
 
@@ -30,12 +28,32 @@ from egg_core import unix_sockets
 from egg_core.errors import EnforcementError
 from egg_core.pathrules import MODE_RANK as _MODE_RANK
 from egg_core.pathrules import depth as _depth
-from egg_core.pathrules import governing_mode as _governing_mode
 from egg_core.pathrules import under as _under
 from egg_core.policy import NEED_FULL, EffectivePolicy, FsEntry, sandbox_cache_dir
-from egg_core.seeds import absent_or_seed
 
-__all__ = ["BwrapRequest", "build_args", "placeholder_paths"]
+from .hostsockets import MAX_SCANNED_MASKS, BoundRecord, host_sockets, table_sockets
+from .trust import (
+    SOCKET_GUARD,
+    SOCKET_PIN,
+    pinned_entries,
+    placeholder_paths,
+    planted_link,
+    prefix_siblings,
+    probe,
+    ruled_paths,
+    symlink_problems,
+    untrusted_rules,
+)
+
+__all__ = [
+    "BoundRecord",
+    "BwrapRequest",
+    "build_args",
+    "placeholder_paths",
+    "probe",
+    "symlink_problems",
+    "untrusted_rules",
+]
 
 #: what a program needs to run when ``deny:/`` (jail mode) hides everything else
 JAIL_SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
@@ -51,34 +69,6 @@ TMPFS_ROOTS = ("/tmp", "/var/tmp", "/run")
 MAX_SOCKET_MASKS = 1000
 #: bubblewrap refuses more arguments than this
 BWRAP_MAX_ARGS = 9000
-#: sockets found only by the directory scans (other network namespaces, or dead) masked at most
-MAX_SCANNED_MASKS = 200
-#: the sources of the entries pinned_entries adds (the socket ones are volatile: build_args)
-PROTECTED_PIN = "egg: keeps a protected path in place"
-SOCKET_PIN = "egg: keeps a masked host socket in place"
-SOCKET_GUARD = "egg: holds a symlink to a host socket"
-
-#: what the table's socket masks of one launch rested on: the arguments of
-#: ``unix_sockets.visible_sockets`` (decisions, uid, gids), what it returned, and the bound
-#: paths that pass through a symlink in a writable directory
-BoundRecord = tuple[tuple[Any, ...], tuple[str, ...] | None, tuple[str, ...]]
-
-
-@attrs.frozen
-class PathFact:
-    """What a path is on the host, after following symlinks."""
-
-    real: str
-    kind: str  # "dir" | "file" | "missing"
-
-
-def probe(path: str) -> PathFact:
-    real = os.path.realpath(path)
-    try:
-        mode = os.stat(real).st_mode
-    except OSError:
-        return PathFact(real, "missing")
-    return PathFact(real, "dir" if stat.S_ISDIR(mode) else "file")
 
 
 @attrs.frozen(kw_only=True)
@@ -146,7 +136,7 @@ def build_args(
     decisions = mount_decisions(first, request.empty_file, remount)
     seen = unix_sockets.Judge(decisions)
     # a socket an rw: or ro: rule names exactly is how a user lets the sandbox reach one
-    named = {real for real, mode in _ruled(policy) if mode in ("rw", "ro")}
+    named = {real for real, mode in ruled_paths(policy) if mode in ("rw", "ro")}
     sockets, guards, table = table_sockets(decisions, seen, named, bound)
     mounts, scanned, remount = _mounts(policy, request, guards, visited, sockets, seen, volatile)
     final_decisions = mount_decisions(mounts, request.empty_file, [])
@@ -259,7 +249,7 @@ def _mounts(
             )
         )
     untrusted = untrusted_rules(policy)
-    ruled = _ruled(policy)
+    ruled = ruled_paths(policy)
     entries = pinned_entries(policy, guards, sockets, seen)
     if volatile is not None:
         volatile += [e.path for e in entries if e.source in (SOCKET_PIN, SOCKET_GUARD)]
@@ -350,178 +340,6 @@ def mount_decisions(
     return decisions
 
 
-def _ruled(policy: EffectivePolicy, *, everything: bool = False) -> list[tuple[str, str]]:
-    """(resolved path, mode) of each rule that will be mounted: rules through a planted
-    symlink are left out (unless ``everything``, used to find those rules in the first place)."""
-    rules = [(e.path, probe(e.path).real, e.mode) for e in policy.fs if e.path != "/"]
-    if everything:
-        return [(real, mode) for _, real, mode in rules]
-    untrusted = untrusted_rules(policy)
-    return [(real, mode) for path, real, mode in rules if path not in untrusted]
-
-
-def _planted(path: str, ruled: Sequence[tuple[str, str]]) -> str | None:
-    """The first symlink on the way to ``path`` whose directory the sandbox can write, if any.
-
-    Such a symlink may have been planted by an earlier sandbox (``ln -s ../.ssh
-    ~/.cache/claude``): following it would bind whatever it points at. Conservative on purpose:
-    writability is judged with every rule resolved.
-    """
-    for link in _symlinks_on_the_way(path):
-        if _governing_mode(os.path.dirname(link), ruled) in ("rw", "rw-prefix"):
-            return link
-    return None
-
-
-def untrusted_rules(policy: EffectivePolicy) -> dict[str, str]:
-    """Rules that expose a path (rw, ro, deny-write) through a symlink the sandbox could have
-    planted: path -> that symlink. They are skipped, never followed; deny rules still follow
-    (hiding more is safe)."""
-    ruled = _ruled(policy, everything=True)
-    found: dict[str, str] = {}
-    for entry in policy.fs:
-        if entry.mode == "deny" or entry.path == "/":
-            continue
-        link = _planted(entry.path, ruled)
-        if link is not None:
-            found[entry.path] = link
-    return found
-
-
-def placeholder_paths(policy: EffectivePolicy) -> list[tuple[str, str]]:
-    """``(path, seed)`` of the ``deny-write`` paths that do not exist yet but that the sandbox
-    could create, which the launch plants before bwrap starts (:mod:`.placeholders`).
-
-    A missing ``./egg.yaml`` is the usual one: a sandbox that creates it has written the policy
-    of the next run; it gets an empty file. egg's own protections say what their placeholder
-    holds (``.git/commondir`` holds ``.``); a path that already holds its seed is a placeholder
-    too (another run's, or one a crash left behind). Only paths whose directory exists and is
-    writable inside the sandbox need one.
-    """
-    ruled = _ruled(policy)
-    wanted = [(e.path, "") for e in policy.fs if e.mode == "deny-write"]
-    wanted += [(e.path, e.seed) for e in policy.protected if e.seed is not None]
-    found: dict[str, str] = {}
-    for path, seed in wanted:
-        if path in found or not absent_or_seed(path, seed):
-            continue
-        parent = os.path.realpath(os.path.dirname(path))
-        if (
-            os.path.isdir(parent)
-            and os.access(parent, os.W_OK)
-            and _governing_mode(parent, ruled) in ("rw", "rw-prefix")
-        ):
-            found[path] = seed
-    return list(found.items())
-
-
-def _symlinks_on_the_way(path: str) -> list[str]:
-    """The components of ``path`` that are symlinks (each spelled with its parent resolved)."""
-    found = []
-    current = "/"
-    for part in path.strip("/").split("/"):
-        candidate = os.path.join(current, part)
-        if os.path.islink(candidate):
-            found.append(candidate)
-            current = os.path.realpath(candidate)
-        else:
-            current = candidate
-    return found
-
-
-def _symlink_guards(policy: EffectivePolicy) -> tuple[list[str], list[str]]:
-    """Writable directories holding a symlink on the way to an egg-protected or ``deny-write``
-    path, and the problems where such a directory is a writable rule's own root.
-
-    A symlink cannot be mounted over, so one the sandbox could replace (``ln -sfn evil conf``)
-    redirects the protected path on the host. Its directory is made read-only; when that
-    directory is the writable area itself (the workspace), the sandbox cannot be made safe and
-    the launch is refused instead.
-    """
-    ruled = _ruled(policy)
-    roots = {path for path, mode in ruled if mode in ("rw", "rw-prefix")}
-    guards: list[str] = []
-    problems: list[str] = []
-    paths = [e.path for e in policy.protected]
-    paths += [e.path for e in policy.fs if e.mode == "deny-write"]
-    for path in paths:
-        for link in _symlinks_on_the_way(path):
-            parent = os.path.dirname(link)
-            if _governing_mode(parent, ruled) not in ("rw", "rw-prefix"):
-                continue
-            if parent in roots:
-                problems.append(
-                    f"{link} is a symlink in the writable {parent}, on the way to the "
-                    f"protected {path}: the sandbox could point it elsewhere (replace the "
-                    "symlink with what it points to)"
-                )
-            elif parent not in guards:
-                guards.append(parent)
-    return guards, problems
-
-
-def symlink_problems(policy: EffectivePolicy) -> list[str]:
-    """Protected paths this platform cannot keep in place (see :func:`_symlink_guards`)."""
-    return list(dict.fromkeys(_symlink_guards(policy)[1]))
-
-
-def pinned_entries(
-    policy: EffectivePolicy,
-    socket_guards: Sequence[str] = (),
-    sockets: Sequence[str] = (),
-    seen: unix_sockets.Judge | None = None,
-) -> list[FsEntry]:
-    """``policy.fs`` plus what keeps protected paths and masked ``sockets`` where they are, and
-    ``socket_guards``: writable directories holding a symlink on the way to a host socket, bound
-    read-only. ``seen`` (the mounts without these) says which directories the sandbox can write.
-
-    A bind-mounted file cannot be replaced, but the directory holding it could be renamed away
-    and recreated with a different file (``mv conf conf2; mkdir conf; echo ... >
-    conf/base.yaml``). A mount point cannot be renamed, so every writable ancestor of an
-    egg-protected, ``deny``, ``deny-write`` or ``ro`` path is bound onto itself (as macOS's
-    profile denies renaming them), and a writable directory holding a symlink on the way to one
-    is bound read-only. A masked socket is held the same
-    way: moved deeper, it would be reachable by the next run (the kernel's table keeps the path
-    it was bound at). The caller mounts by depth, so each bind lands after the rule that makes
-    the directory writable and before any deeper rule.
-    """
-    ruled = _ruled(policy)
-    mount_points = {path for path, _ in ruled}
-    mount_points |= {probe(e.path).real for e in policy.protected}
-    guards, _ = _symlink_guards(policy)
-    guarded = [e.path for e in policy.protected]
-    # deny too: a run that renamed the directory holding a denied path would leave the next
-    # run's rule naming nothing, and the secret readable under its new name
-    guarded += [e.path for e in policy.fs if e.mode in ("ro", "deny-write", "deny")]
-    starts = [os.path.dirname(os.path.realpath(path)) for path in guarded]
-    starts += [os.path.dirname(guard) for guard in guards]
-    added: dict[str, FsEntry] = {}
-
-    def pin(start: str, writable: Callable[[str], bool], why: str = PROTECTED_PIN) -> None:
-        parent = start
-        while parent != "/":
-            if (
-                parent not in mount_points
-                and parent not in added
-                and os.path.isdir(parent)
-                and writable(parent)
-            ):
-                added[parent] = FsEntry("rw", parent, why)
-            parent = os.path.dirname(parent)
-
-    for start in starts:
-        pin(start, lambda path: _governing_mode(path, ruled) in ("rw", "rw-prefix"))
-    if seen is not None:
-        mount_points |= {root for root, _, _ in seen.rules}
-        for sock in sockets:
-            pin(os.path.dirname(sock), lambda path: seen.state(path) == "rw", SOCKET_PIN)
-    for guard in guards:
-        added[guard] = FsEntry("ro", guard, "egg: holds a symlink to a protected path")
-    for guard in socket_guards:
-        added[guard] = FsEntry("ro", guard, SOCKET_GUARD)
-    return [*policy.fs, *sorted(added.values(), key=lambda e: e.path.count("/"))]
-
-
 def _exposed(path: str, policy: EffectivePolicy) -> bool:
     return any(
         e.mode in ("rw", "ro", "rw-prefix", "deny-write")
@@ -562,7 +380,7 @@ def _entry_args(
                 if sibling in staged:
                     continue
                 sib = probe(sibling)
-                if sib.kind != "missing" and sib.real != real and not _planted(sibling, ruled):
+                if sib.kind != "missing" and sib.real != real and not planted_link(sibling, ruled):
                     result += ["--bind", sib.real, sib.real]
                     if sib.kind == "dir":
                         exposed.append(sib.real)
@@ -615,94 +433,6 @@ def cache_sources(policy: EffectivePolicy, cache_root: str) -> list[str]:
     """The sandbox-only directories the ``cache:`` rules of ``policy`` bind (to create first)."""
     facts = [probe(e.path) for e in policy.fs if e.mode == "cache"]
     return [sandbox_cache_dir(cache_root, fact.real) for fact in facts if fact.kind == "dir"]
-
-
-def table_sockets(
-    decisions: Sequence[tuple[str, str]],
-    seen: unix_sockets.Judge,
-    named: set[str],
-    bound: list[BoundRecord] | None = None,
-) -> tuple[list[str], list[str], list[str]]:
-    """Host sockets from the kernel's table that the sandbox would see (``decisions``, from
-    :func:`mount_decisions`, judged by ``seen``) and could connect to, at any depth and at their
-    bind-mount aliases, less those in ``named``; the writable directories to bind read-only
-    because they hold a symlink on a socket's bound path (replaced, it would send the next launch
-    looking in the wrong place); and every bound path the table lists. Such a symlink directly
-    in a writable rule's root cannot be guarded: the launch is refused.
-    """
-    uid = os.getuid()
-    gids = tuple(sorted({os.getgid(), os.getegid(), *os.getgroups()}))
-    table = unix_sockets.bound_paths()
-    found = None if table is None else unix_sockets.judge_sockets(table, seen, uid, gids)
-    roots = {root for root, _, _ in seen.rules}
-    guards: list[str] = []
-    linked: list[str] = []
-    for path in table or ():
-        for link in _symlinks_on_the_way(path):
-            parent = os.path.dirname(link)
-            if seen.state(parent) != "rw":
-                continue
-            linked.append(path)
-            if parent in roots:
-                raise EnforcementError(
-                    f"the host socket {path} is reached through {link}, a symlink in the "
-                    f"writable {parent}: a sandbox could point it elsewhere and reach the socket "
-                    "where it really is (bind the socket at a path without that symlink)"
-                )
-            if parent not in guards:
-                guards.append(parent)
-    if bound is not None:
-        bound.append(((tuple(decisions), uid, gids), found, tuple(linked)))
-    return [path for path in found or () if path not in named], guards, table or []
-
-
-def host_sockets(
-    directory: str, depth: int = 2, limit: int = 4000, visited: list[str] | None = None
-) -> list[str]:
-    """Unix sockets at most ``depth`` levels below a directory the sandbox will see.
-
-    ``connect()`` works through a read-only mount, so a socket inside an exposed directory (a
-    tmux server, an ssh agent, an IDE's control socket, a database) is a way out; each one found
-    is covered with an empty file. The scan is bounded (``limit`` entries) so that exposing a
-    large tree costs little; sockets deeper than ``depth`` are not found here, but any socket
-    bound in this network namespace is also in the kernel's table (:func:`bound_socket_masks`).
-    This scan is what finds the others: bound inside a container, or by a relative path.
-    """
-    found: list[str] = []
-    seen = 0
-    level = [directory]
-    for _ in range(depth):
-        below: list[str] = []
-        for parent in level:
-            if visited is not None:
-                visited.append(parent)
-            try:
-                entries = os.scandir(parent)
-            except OSError:
-                continue
-            with entries:
-                for entry in entries:
-                    seen += 1
-                    if seen > limit:
-                        return found
-                    try:
-                        if entry.is_symlink():
-                            continue
-                        if entry.is_dir(follow_symlinks=False):
-                            below.append(entry.path)
-                        elif stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode):
-                            found.append(entry.path)
-                    except OSError:
-                        continue
-        level = below
-    return found
-
-
-def prefix_siblings(path: str) -> list[str]:
-    """``~/.claude`` -> ``~/.claude.json``, ``~/.claude.json.backup``...: same-prefix neighbours."""
-    parent, name = os.path.split(path.rstrip("/"))
-    pattern = os.path.join(glob.escape(parent), glob.escape(name) + "?*")
-    return sorted(glob.glob(pattern, include_hidden=True))
 
 
 def empty_file(directory: Path) -> str:
