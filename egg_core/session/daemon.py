@@ -29,9 +29,11 @@ from typing import Any
 
 from egg_core.session import protocol as p
 from egg_core.session.clipboard import ClipboardFilter
+from egg_core.session.startup import SessionStartup
 from egg_core.session.store import (
     SessionPaths,
     clear_live,
+    log,
     mark_live,
     read_json,
     update_meta,
@@ -52,12 +54,6 @@ OUTPUT_CHUNK = 1 << 19
 SCREEN_MAX_BYTES = 1 << 20  # egg status --screen renders at most this much with pyte
 SCREEN_BUDGET = 2.0  # ... for at most this many seconds
 GIT_WATCH_INTERVAL = 1.0  # seconds between checks for a repository the sandbox created
-
-
-def log(paths: SessionPaths, message: str) -> None:
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-    with open(paths.log, "a") as handle:
-        handle.write(f"{stamp} {message}\n")
 
 
 class Client:
@@ -86,7 +82,7 @@ class Client:
         return int(self.transport.get_write_buffer_size())
 
 
-class Daemon:
+class Daemon(SessionStartup):
     def __init__(self, paths: SessionPaths) -> None:
         from egg_core.session.ring import ReplayRing
         from egg_core.session.spec import RunSpec
@@ -132,161 +128,6 @@ class Daemon:
         self.tasks: set[asyncio.Task[None]] = set()
 
     # -- start-up ------------------------------------------------------------------------------
-
-    def start(self) -> None:
-        """Resolve, snapshot, prepare and spawn. Raises EggError for anything a user can fix."""
-        from egg_core import snapshot
-        from egg_core.launch import plan_launch
-        from egg_core.plugins import get_plugin_manager
-        from egg_core.session.info import SessionInfo
-
-        spec = self.spec
-        self.pm = get_plugin_manager()
-        plan = plan_launch(
-            self.pm,
-            environ=os.environ,
-            cwd=Path(spec.cwd),
-            agent=spec.agent,
-            command=spec.command,
-            agent_args=spec.agent_args,
-            config_path=spec.config_path,
-            platform=spec.platform,
-            skip_permissions=spec.skip_permissions,
-            resume_id=spec.resume_id,
-        )
-        self.plan = plan
-        if not plan.policy.clipboard:
-            self.clipboard = ClipboardFilter()
-        for created in plan.make_agent_dirs():
-            log(self.paths, f"created {created} (the agent writes there; it did not exist yet)")
-        settings = plan.settings_files()
-        layer, staged = plan.stage_home_files(self.paths.directory)
-        snapshot.take(str(self.paths.settings), settings, plan.settings_keys, staged)
-        self.paths.shared.mkdir(mode=0o700, exist_ok=True)
-        launch = plan.launch(
-            work_dir=self.paths.directory,
-            tty=True,
-            network_log=self.paths.network_log,
-            shared_dir=self.paths.shared,
-            extra_env=self.browser_env(plan),
-            home_layer=layer,
-            home_staged=list(staged),
-        )
-        platform = plan.selection.platform
-        self.launch = launch
-        self.prepared = platform.prepare(launch)
-        if spec.trace or plan.policy.trace:
-            self.trace(self.prepared)
-        audit_on = spec.audit or plan.policy.audit
-        if audit_on:
-            from egg_core.session.audit import AuditWriter
-
-            self.audit = AuditWriter(self.paths.audit)
-        self.spawn()
-        self.info = SessionInfo(
-            id=self.paths.id,
-            directory=self.paths.directory,
-            agent=plan.profile.name,
-            command=plan.argv,
-            cwd=Path(spec.cwd),
-            platform=platform.name,
-            pid=self.child_pid,
-        )
-        update_meta(
-            self.paths,
-            state="running",
-            agent=plan.profile.name,
-            cwd=spec.cwd,
-            command=list(plan.argv),
-            platform=platform.name,
-            outer_boundary=plan.selection.outer_boundary,
-            network=plan.policy.network_summary(),
-            rows=self.rows,
-            cols=self.cols,
-            started=self.started,
-            pid=self.child_pid,
-            daemon_pid=os.getpid(),
-            audit=audit_on,
-            settings=[str(s) for s in settings],
-        )
-        self.pm.hook.egg_session_started(session=self.info)
-
-    def trace(self, prepared: Any) -> None:
-        """``--trace``: strace follows the sandbox from outside (ptrace is denied inside)."""
-        from egg_core.errors import EnforcementError
-        from egg_core.paths import host_which
-
-        strace = host_which("strace")
-        if strace is None:
-            prepared.cleanup()
-            raise EnforcementError("--trace needs strace (apt install strace)")
-        trace_log = self.paths.directory / "trace.log"
-        prepared.argv = [strace, "-f", "-qq", "-tt", "-o", str(trace_log), "--", *prepared.argv]
-
-    def browser_env(self, plan: Any) -> dict[str, str]:
-        """``BROWSER``/``xdg-open``/``open`` inside record the URL here instead of opening it."""
-        bin_dir = self.paths.shared / "bin"
-        bin_dir.mkdir(parents=True, exist_ok=True)
-        inside = plan.selection.platform.shared_path(self.paths.shared)
-        script = (
-            "#!/bin/sh\n"
-            "# egg: record the URL for the attached clients instead of opening a browser\n"
-            f'printf "%s\\n" "$*" >> "{inside}/browser-requests"\n'
-            'echo "egg: open this URL in your browser: $*" >&2\n'
-        )
-        for name in ("egg-browser", "xdg-open", "open", "sensible-browser", "www-browser"):
-            shim = bin_dir / name
-            shim.write_text(script)
-            shim.chmod(0o755)
-        path = plan.env.get("PATH", os.defpath)
-        return {"BROWSER": f"{inside}/bin/egg-browser", "PATH": f"{inside}/bin:{path}"}
-
-    def spawn(self) -> None:
-        import ptyprocess
-
-        from egg_core import windows
-        from egg_core.spawn import setup_pipe
-
-        prepared = self.prepared
-        ignored = tuple(prepared.ignore_signals)
-        # the sandbox's own stderr is a pipe (its reason if set-up fails goes to egg.log, not
-        # the screen); the command gets the terminal back at prepared.stderr_fd
-        pipe = setup_pipe() if prepared.stderr_fd is not None else None
-        inner = prepared.stderr_fd
-        if pipe is not None and pipe[1] == inner:
-            moved = os.dup(pipe[1])
-            os.close(pipe[1])
-            pipe = (pipe[0], moved)
-        # ptyprocess closes every descriptor but these before it runs preexec
-        keep = (*prepared.pass_fds, *((pipe[1],) if pipe is not None else ()))
-
-        def preexec() -> None:
-            for sig in ignored:
-                signal.signal(sig, signal.SIG_IGN)
-            if pipe is not None and inner is not None:
-                os.dup2(2, inner)  # the terminal, for the command
-                os.dup2(pipe[1], 2)
-            if prepared.preexec_fn is not None:
-                prepared.preexec_fn()
-
-        prepared.starting()
-        if self.window is None:
-            self.window = windows.open_window(str(self.plan.egg_home), *self.plan.write_window())
-        try:
-            self.proc = ptyprocess.PtyProcess.spawn(
-                prepared.argv,
-                cwd=str(prepared.cwd),
-                env=prepared.env,
-                dimensions=(self.rows, self.cols),
-                pass_fds=keep,
-                preexec_fn=preexec,
-            )
-        finally:
-            if pipe is not None:
-                os.close(pipe[1])
-        self.setup_read = pipe[0] if pipe is not None else None
-        prepared.spawned()
-        self.child_pid = prepared.child_pid() or self.proc.pid
 
     # -- serving -------------------------------------------------------------------------------
 
@@ -407,32 +248,6 @@ class Daemon:
         self.exit_code = code
         self.drain_pty()
         self.done.set()
-
-    def setup_said(self) -> str:
-        """What the sandbox wrote on its own stderr (see :meth:`spawn`), once."""
-        from egg_core.spawn import setup_errors
-
-        if self.setup_read is None:
-            return ""
-        read, self.setup_read = self.setup_read, None
-        return setup_errors(read)
-
-    def respawn(self) -> None:
-        """Prepare the launch again and start it: its set-up failed because the host changed
-        under it (a host socket it was to mask vanished). Nothing of the command has run."""
-        loop = asyncio.get_running_loop()
-        with contextlib.suppress(Exception):
-            loop.remove_reader(self.proc.fd)
-        with contextlib.suppress(Exception):
-            self.proc.close(force=True)
-        self.prepared.cleanup()
-        self.attempts += 1
-        self.prepared = self.plan.selection.platform.prepare(self.launch)
-        if self.spec.trace or self.plan.policy.trace:
-            self.trace(self.prepared)
-        self.spawn()
-        os.set_blocking(self.proc.fd, False)
-        loop.add_reader(self.proc.fd, self.on_pty_readable)
 
     def drain_pty(self) -> None:
         while True:

@@ -215,5 +215,12 @@ def find_session(egg_home: Path, ident: str) -> SessionPaths:
     return SessionPaths(matches[0])
 
 
+def log(paths: SessionPaths, message: str) -> None:
+    """One time-stamped line in the session's own log (``egg.log``)."""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+    with open(paths.log, "a") as handle:
+        handle.write(f"{stamp} {message}\n")
+
+
 def now() -> float:
     return time.time()
