@@ -364,6 +364,26 @@ def relocations(
     return found
 
 
+@attrs.frozen(kw_only=True)
+class HostFacts:
+    """What resolution needs to know about the host, observed apart from it so that
+    :func:`resolve_policy` itself is a pure function of its arguments (and the exec cache can
+    record exactly these observations)."""
+
+    #: live ssh-agent sockets (SSH_AUTH_SOCK and the usual places; they are globbed)
+    ssh_agent_sockets: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
+    #: container-engine control sockets that exist on this host
+    control_sockets: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
+
+
+def observe_host(home: str | os.PathLike[str], environ: Mapping[str, str]) -> HostFacts:
+    """The host observations :func:`resolve_policy` rests on (see :class:`HostFacts`)."""
+    return HostFacts(
+        ssh_agent_sockets=[str(s) for s in ssh_agent_socket_paths(environ, Path(home))],
+        control_sockets=[sock for sock in CONTROL_SOCKETS if os.path.lexists(sock)],
+    )
+
+
 def resolve_policy(
     config: EggConfig,
     profile: AgentProfile,
@@ -374,15 +394,19 @@ def resolve_policy(
     protected: Sequence[FsEntry] = (),
     skip_permissions: bool = False,
     platform_name: str | None = None,
+    host: HostFacts | None = None,
 ) -> EffectivePolicy:
-    """Merge ``config`` with ``profile``; attribute every automatic addition.
+    """Merge ``config`` with ``profile``; attribute every automatic addition. Pure, given
+    ``host`` (observed here when not given: :func:`observe_host`).
 
-    :param environ: the host environment (provider URLs and ssh-agent sockets are read from it;
-        no value ends up in the policy).
+    :param environ: the host environment (provider URLs and relocating variables are read from
+        it; no value ends up in the policy).
     :param protected: egg's own protections (see :func:`protected_paths`).
     :param platform_name: ``sys.platform`` whose platform-specific variables apply.
     """
     home_p, cwd_p = Path(home), Path(cwd)
+    if host is None:
+        host = observe_host(home_p, environ)
     agent = profile.name
     drilled: list[DrilledHole] = []
     derived: list[DrilledHole] = []
@@ -456,15 +480,14 @@ def resolve_policy(
 
     # ssh-agent sockets are masked when ~/.ssh is denied and the user did not opt in by name
     if ssh_denied and "SSH_AUTH_SOCK" not in config_env:
-        for sock in ssh_agent_socket_paths(environ, home_p):
+        for sock in host.ssh_agent_sockets:
             fs.append(
                 FsEntry("deny", sock, f"{EGG_SOURCE}: live ssh-agent socket (~/.ssh is denied)")
             )
-    for sock in CONTROL_SOCKETS:
-        if os.path.lexists(sock):
-            fs.append(
-                FsEntry("deny", sock, f"{EGG_SOURCE}: container-engine socket (root on the host)")
-            )
+    for sock in host.control_sockets:
+        fs.append(
+            FsEntry("deny", sock, f"{EGG_SOURCE}: container-engine socket (root on the host)")
+        )
 
     # -- network
     net = config.network
@@ -473,13 +496,13 @@ def resolve_policy(
     need_full = net.unrestricted
     for domain in net.domains:
         if domain.startswith("["):  # [::1]:4000
-            host, _, rest = domain[1:].partition("]")
+            name, _, rest = domain[1:].partition("]")
             port = rest[1:] if rest.startswith(":") else ""
         elif domain.count(":") == 1:
-            host, _, port = domain.rpartition(":")
+            name, _, port = domain.rpartition(":")
         else:
-            host, port = domain, ""
-        if host and _is_loopback(host.lower()) and port.isdigit():
+            name, port = domain, ""
+        if name and _is_loopback(name.lower()) and port.isdigit():
             derived.append(
                 DrilledHole("local_port", port, agent, f"egg.yaml allows {domain}: forwarded")
             )

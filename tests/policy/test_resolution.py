@@ -266,3 +266,19 @@ def test_opencode_config_dir_is_writable_and_guarded_when_set():
     assert "plugin" in settings_keys(policy, profile("opencode"))["/srv/oc/opencode.json"]
     unset = resolve("opencode")
     assert not any(e.path.startswith(("$", "/srv/oc")) for e in unset.fs)
+
+
+def test_resolution_is_pure_given_the_host_facts():
+    """What it needs from the host comes in as HostFacts (observe_host gathers them): the same
+    arguments give the same policy, whatever exists on this machine."""
+    from egg_core.policy import HostFacts
+
+    facts = HostFacts(
+        ssh_agent_sockets=["/nonexistent/agent.sock"], control_sockets=["/nonexistent/docker.sock"]
+    )
+    policy = resolve("shell", "fs: ['deny:~/.ssh']\n", host=facts)
+    again = resolve("shell", "fs: ['deny:~/.ssh']\n", host=facts)
+
+    denied = {e.path for e in policy.fs if e.mode == "deny"}
+    assert {"/nonexistent/agent.sock", "/nonexistent/docker.sock"} <= denied
+    assert policy == again
