@@ -30,21 +30,22 @@ def is_loopback(host: str) -> bool:
     if name in LOOPBACK_NAMES or name.endswith(".localhost"):
         return True
     address = parse_address(name)
-    if address is None:
-        return False
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return address.is_loopback or address.is_unspecified
+    return address is not None and (address.is_loopback or address.is_unspecified)
 
 
 def parse_address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     """An IP address in any spelling the C library accepts — ``127.1``, ``2130706433``,
-    ``0x7f.1`` as well as the usual forms — or None for a name."""
-    text = normalize(text)
+    ``0x7f.1`` as well as the usual forms, a zone index dropped — or None for a name. An
+    IPv4-mapped IPv6 address is returned as the IPv4 address it maps."""
+    text = normalize(text).split("%")[0]
     try:
-        return ipaddress.ip_address(text)
+        address = ipaddress.ip_address(text)
     except ValueError:
         pass
+    else:
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            return address.ipv4_mapped
+        return address
     if re.fullmatch(r"[0-9a-fx.]+", text) and not text.endswith("."):
         try:
             return ipaddress.IPv4Address(socket.inet_aton(text))

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import json
 import os
 import socket
@@ -57,16 +56,6 @@ async def system_resolver(host: str, port: int) -> list[str]:
     loop = asyncio.get_running_loop()
     infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
-
-
-def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    try:
-        addr = ipaddress.ip_address(text.strip("[]").split("%")[0])
-    except ValueError:
-        return None
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        return addr.ipv4_mapped
-    return addr
 
 
 class DecisionLog:
@@ -137,7 +126,7 @@ class FilteringProxy:
                 return Decision(True, observed, would_deny=True, unreachable=failure)
             return Decision(True, why, unreachable=failure, listed=True)
         for text in addresses:
-            addr = _ip(text)
+            addr = parse_address(text)
             if addr is None:
                 return self._deny(f"{host} resolved to an unparseable address {text!r}")
             if addr.is_loopback:
@@ -147,7 +136,7 @@ class FilteringProxy:
             if not addr.is_global:
                 return self._deny(f"{host} resolves to non-public address {addr}", text)
         address = addresses[0]
-        if _ip(address) is not None and _ip(address).is_loopback:  # type: ignore[union-attr]
+        if is_loopback(address):
             address = "127.0.0.1"
         if observed is not None:
             return Decision(True, observed, address, would_deny=True)
@@ -337,7 +326,7 @@ def test_network_seam(environ: Mapping[str, str]) -> dict[str, Any]:
         host, _, port = target.rpartition(":")
         if not (name and address and host and port.isdigit()):
             continue
-        if not (_ip(host) is not None and _ip(host).is_loopback):  # type: ignore[union-attr]
+        if not is_loopback(host):
             continue
         names[name.lower()] = address
         targets[address] = (host, int(port))

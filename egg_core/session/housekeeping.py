@@ -95,14 +95,11 @@ def _number(text: str | None, default: int) -> int:
 
 
 def _duration(text: str | None, default: float) -> float:
-    """``7d``, ``12h``, ``30m``, ``90s`` or seconds."""
-    if not text:
-        return default
-    units = {"d": 86400, "h": 3600, "m": 60, "s": 1}
-    text = text.strip().lower()
+    """``7d``, ``12h``, ``30m`` or seconds (egg.yaml's duration grammar); the default for
+    anything else."""
+    from egg_core.units import parse_duration
+
     try:
-        if text[-1:] in units:
-            return float(text[:-1]) * units[text[-1]]
-        return float(text)
+        return parse_duration(text) if text else default
     except ValueError:
         return default
