@@ -111,7 +111,7 @@ def finish(path: str, egg_home: str) -> None:
 
 def remove(path: str) -> None:
     """Remove a launch directory: egg's own files, and the home layer the sandbox saw as its
-    $HOME (any shape: see :func:`egg_core.snapshot.remove_tree`)."""
-    from egg_core import snapshot
+    $HOME (any shape: see :func:`egg_core.hostfs.remove_tree`)."""
+    from egg_core import hostfs
 
-    snapshot.remove_tree(path)
+    hostfs.remove_tree(path)

@@ -10,7 +10,8 @@ target. The copy lives in the run's directory (hidden from the sandbox), so if e
 restoring, the next ``egg`` command finds it and restores it (:func:`pending`).
 
 Threat M: the restore runs on the host, as the user, on directories the sandbox shaped. It
-trusts nothing there, and it completes against any shape:
+trusts nothing there, and it completes against any shape (the descriptor walking is
+:mod:`egg_core.hostfs`):
 
 - every directory is opened one component at a time with ``O_NOFOLLOW`` from the real path
   recorded before the run, so a symlink the sandbox put in place of a directory (``./.claude``
@@ -34,6 +35,14 @@ import marshal
 import os
 import stat
 
+from egg_core.hostfs import (
+    give_back_modes,
+    make_writable,
+    open_directory,
+    remove_at,
+    replace_at,
+    restore_link,
+)
 from egg_core.safeio import read_regular
 from egg_core.safeio import write_new as _write_new
 
@@ -46,7 +55,6 @@ MANIFEST = "manifest"
 #: what an older egg wrote (JSON); still read so its crashed sessions are restored
 LEGACY_MANIFEST = "manifest.json"
 MAX_SETTINGS_BYTES = 64 << 20
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 # --- before the run ----------------------------------------------------------------------------
@@ -186,7 +194,7 @@ def _write_back(entry: dict[str, Any]) -> str | None:
         return None
     path = str(entry["path"])
     real = str(entry.get("real") or path)
-    parent_fd = _open_directory(os.path.dirname(real), {}, [], create=False)
+    parent_fd = open_directory(os.path.dirname(real), {}, [], create=False)
     if parent_fd is None:
         return f"NOT written back {path}: {os.path.dirname(real)} is gone"
     name = os.path.basename(real)
@@ -202,7 +210,7 @@ def _write_back(entry: dict[str, Any]) -> str | None:
         if current is not None and current != original:
             content = _merge_top_level(original, current, new)
         mode = stat.S_IMODE(st.st_mode) if st is not None else int(entry.get("mode", 0o600))
-        _replace_at(parent_fd, name, st, lambda tmp: _write_new(tmp, content, mode, parent_fd))
+        replace_at(parent_fd, name, st, lambda tmp: _write_new(tmp, content, mode, parent_fd))
     finally:
         os.close(parent_fd)
     return None
@@ -236,23 +244,23 @@ def _restore_one(entry: dict[str, Any]) -> str | None:
     notes: list[str] = []
     modes: dict[str, int] = dict(entry.get("modes") or {})
     if "parent_link" in entry:
-        notes += _restore_link(str(entry["parent_link_at"]), str(entry["parent_link"]), modes)
+        notes += restore_link(str(entry["parent_link_at"]), str(entry["parent_link"]), modes)
     line = None
     try:
-        parent_fd = _open_directory(
+        parent_fd = open_directory(
             os.path.dirname(real), modes, notes, create=entry["kind"] != "absent"
         )
         if parent_fd is not None:
             try:
                 # a directory left readable but not searchable (chmod 600) opens, and then
                 # nothing in it can be looked at: take back search and write first
-                _writable(parent_fd)
+                make_writable(parent_fd)
                 line = _restore_in(parent_fd, os.path.basename(real), entry, path)
             finally:
                 os.close(parent_fd)
     finally:
         # the modes from before the run come back whatever happened above
-        notes += _give_back_modes(modes)
+        notes += give_back_modes(modes)
     return "; ".join([*notes, *([line] if line else [])]) or None
 
 
@@ -268,7 +276,7 @@ def _restore_in(parent_fd: int, name: str, entry: dict[str, Any], path: str) -> 
         handled, line = _revert_keys(parent_fd, name, st, entry, None, path)
         if handled:
             return line
-        _remove_at(parent_fd, name, st)
+        remove_at(parent_fd, name, st)
         return f"removed {path} (created during the session)"
     if kind == "symlink":
         wanted = str(entry["target"])
@@ -278,7 +286,7 @@ def _restore_in(parent_fd: int, name: str, entry: dict[str, Any], path: str) -> 
             and os.readlink(name, dir_fd=parent_fd) == wanted
         ):
             return None
-        _replace_at(parent_fd, name, st, lambda tmp: os.symlink(wanted, tmp, dir_fd=parent_fd))
+        replace_at(parent_fd, name, st, lambda tmp: os.symlink(wanted, tmp, dir_fd=parent_fd))
         return f"restored {path} (symlink)"
     original = _read_file(str(entry["copy"]))
     mode = int(entry.get("mode", 0o600))
@@ -293,7 +301,7 @@ def _restore_in(parent_fd: int, name: str, entry: dict[str, Any], path: str) -> 
     handled, line = _revert_keys(parent_fd, name, st, entry, original, path)
     if handled:
         return line
-    _replace_at(parent_fd, name, st, lambda tmp: _write_new(tmp, original, mode, parent_fd))
+    replace_at(parent_fd, name, st, lambda tmp: _write_new(tmp, original, mode, parent_fd))
     return f"restored {path}"
 
 
@@ -326,227 +334,14 @@ def _revert_keys(
     if content is None:
         return True, None
     if original is None and settings_keys.is_empty(content, fmt):
-        _remove_at(parent_fd, name, st)
+        remove_at(parent_fd, name, st)
         return True, f"removed {path} (created during the session, with only commands in it)"
     mode = stat.S_IMODE(st.st_mode) if original is None else int(entry.get("mode", 0o600))
-    _replace_at(parent_fd, name, st, lambda tmp: _write_new(tmp, content, mode, parent_fd))
+    replace_at(parent_fd, name, st, lambda tmp: _write_new(tmp, content, mode, parent_fd))
     return True, (
         f"reverted {', '.join(reverted)} in {path} (they define commands that run outside "
         "the sandbox); kept its other changes"
     )
-
-
-# --- walking what the sandbox shaped ------------------------------------------------------------
-
-
-def _open_directory(
-    real_dir: str, modes: dict[str, int], notes: list[str], *, create: bool
-) -> int | None:
-    """A descriptor for ``real_dir``, walked from ``/`` one component at a time without
-    following any symlink. A component that is now a symlink or not a directory is removed
-    (what the sandbox put there) and, with ``create``, replaced by an empty directory; a
-    missing one is made with ``create`` and otherwise ends the walk (None)."""
-    fd = os.open("/", _DIR_FLAGS)
-    current = "/"
-    try:
-        for part in [p for p in real_dir.split("/") if p]:
-            child = os.path.join(current, part)
-            try:
-                next_fd = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
-                    os.close(fd)
-                    return None
-                _writable(fd)
-                os.mkdir(part, modes.get(child, 0o700), dir_fd=fd)
-                notes.append(f"recreated {child}")
-                next_fd = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except OSError as exc:
-                if exc.errno == 13:  # EACCES: the sandbox took away our own permission
-                    _take_back(fd, part, child, modes)
-                    next_fd = os.open(part, _DIR_FLAGS, dir_fd=fd)
-                elif exc.errno in (20, 40):  # ENOTDIR, ELOOP: a symlink or file stands there
-                    st = os.lstat(part, dir_fd=fd)
-                    what = _describe(part, fd, st)
-                    _writable(fd)
-                    _remove_at(fd, part, st)
-                    notes.append(f"removed {what} that stood in place of the directory {child}")
-                    if not create:
-                        os.close(fd)
-                        return None
-                    os.mkdir(part, modes.get(child, 0o700), dir_fd=fd)
-                    next_fd = os.open(part, _DIR_FLAGS, dir_fd=fd)
-                else:
-                    raise
-            os.close(fd)
-            fd, current = next_fd, child
-        return fd
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def _describe(name: str, dir_fd: int, st: os.stat_result) -> str:
-    if stat.S_ISLNK(st.st_mode):
-        return f"a symlink (to {os.readlink(name, dir_fd=dir_fd)})"
-    return "a file"
-
-
-def _take_back(parent_fd: int, name: str, path: str, modes: dict[str, int]) -> None:
-    """Make ``name`` (a directory of the user's own) searchable and writable again; its mode
-    from before the run (or, if unknown, the one it had) is given back afterwards."""
-    st = os.lstat(name, dir_fd=parent_fd)
-    if st.st_uid != os.geteuid():
-        raise PermissionError(13, f"{path} belongs to another user")
-    os.chmod(name, stat.S_IMODE(st.st_mode) | 0o700, dir_fd=parent_fd, follow_symlinks=False)
-    modes.setdefault(path, stat.S_IMODE(st.st_mode))
-
-
-def _give_back_modes(modes: dict[str, int]) -> list[str]:
-    """Every directory on the way gets the permission bits it had before the run (the sandbox
-    may have changed them; this restore may have had to)."""
-    notes = []
-    for path, wanted in sorted(modes.items(), key=lambda item: -item[0].count("/")):
-        fd = _open_directory(path, {}, [], create=False) if path != "/" else None
-        if fd is None:
-            continue
-        try:
-            st = os.fstat(fd)
-            if stat.S_IMODE(st.st_mode) != wanted and st.st_uid == os.geteuid():
-                os.fchmod(fd, wanted)
-                notes.append(f"gave {path} back its mode {wanted:o}")
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
-    return notes
-
-
-def _writable(dir_fd: int) -> None:
-    """Make the open directory writable by its owner (us) if the sandbox took that away; the
-    mode recorded before the run is given back afterwards (:func:`_give_back_modes`)."""
-    st = os.fstat(dir_fd)
-    if st.st_mode & 0o300 != 0o300 and st.st_uid == os.geteuid():
-        os.fchmod(dir_fd, stat.S_IMODE(st.st_mode) | 0o700)
-
-
-def _replace_at(
-    parent_fd: int,
-    name: str,
-    existing: os.stat_result | None,
-    create: Any,
-) -> None:
-    """Create the replacement under a fresh name in the directory, then rename it over ``name``
-    (``create`` must create exclusively). Whatever stood there first is removed if it was a
-    directory (rename cannot replace one); the fresh name never outlives a failure."""
-    _writable(parent_fd)
-    tmp = None
-    try:
-        for _ in range(20):
-            candidate = f".{name}.egg-{os.urandom(6).hex()}"
-            try:
-                create(candidate)
-            except FileExistsError:
-                continue
-            tmp = candidate
-            break
-        if tmp is None:
-            raise FileExistsError(17, f"no free temporary name next to {name}")
-        if existing is not None and stat.S_ISDIR(existing.st_mode):
-            _remove_at(parent_fd, name, existing)
-        os.rename(tmp, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
-        tmp = None
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp, dir_fd=parent_fd)
-            except OSError:
-                pass
-
-
-def remove_tree(path: str) -> None:
-    """Remove ``path``, whatever shape a sandbox gave it (a run's home layer was its $HOME):
-    iteratively, through descriptors, never following a symlink. Never raises."""
-    try:
-        parent_fd = os.open(os.path.dirname(path) or ".", _DIR_FLAGS)
-    except OSError:
-        return
-    try:
-        _remove_at(parent_fd, os.path.basename(path))
-    except Exception:  # what cannot be removed stays; egg goes on
-        pass
-    finally:
-        os.close(parent_fd)
-
-
-def _remove_at(parent_fd: int, name: str, st: os.stat_result | None = None) -> None:
-    """Remove ``name`` in the directory — a whole tree of any depth, iteratively, through
-    descriptors (never following a symlink), taking back permissions the user owns."""
-    if st is None:
-        st = os.lstat(name, dir_fd=parent_fd)
-    _writable(parent_fd)
-    if not stat.S_ISDIR(st.st_mode):
-        os.unlink(name, dir_fd=parent_fd)
-        return
-    # each level: (its descriptor, its name in the level above, names left to remove in it)
-    stack: list[tuple[int, str, list[str]]] = []
-    try:
-        top = _open_for_removal(parent_fd, name)
-        stack.append((top, name, _names(top)))
-        while stack:
-            fd, own_name, names = stack[-1]
-            if names:
-                child = names.pop()
-                if stat.S_ISDIR(os.lstat(child, dir_fd=fd).st_mode):
-                    child_fd = _open_for_removal(fd, child)
-                    stack.append((child_fd, child, _names(child_fd)))
-                else:
-                    os.unlink(child, dir_fd=fd)
-                continue
-            os.close(fd)
-            stack.pop()
-            os.rmdir(own_name, dir_fd=stack[-1][0] if stack else parent_fd)
-    finally:
-        for fd, _, _ in stack:
-            os.close(fd)
-
-
-def _open_for_removal(parent_fd: int, name: str) -> int:
-    try:
-        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
-    except PermissionError:
-        os.chmod(name, 0o700, dir_fd=parent_fd, follow_symlinks=False)
-        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
-    _writable(fd)
-    return fd
-
-
-def _names(fd: int) -> list[str]:
-    with os.scandir(fd) as entries:
-        return [entry.name for entry in entries]
-
-
-def _restore_link(at: str, wanted: str, modes: dict[str, int]) -> list[str]:
-    """The settings file's directory was a symlink before the run: put its target back (the
-    sandbox could have pointed it at a directory of its own)."""
-    try:
-        if os.readlink(at) == wanted:
-            return []
-    except OSError:
-        pass
-    parent_fd = _open_directory(os.path.dirname(at), modes, [], create=False)
-    if parent_fd is None:
-        return []
-    try:
-        name = os.path.basename(at)
-        try:
-            st: os.stat_result | None = os.lstat(name, dir_fd=parent_fd)
-        except FileNotFoundError:
-            st = None
-        _replace_at(parent_fd, name, st, lambda tmp: os.symlink(wanted, tmp, dir_fd=parent_fd))
-    finally:
-        os.close(parent_fd)
-    return [f"restored {at} (symlink to {wanted})"]
 
 
 # --- files ------------------------------------------------------------------------------------

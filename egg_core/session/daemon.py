@@ -362,7 +362,7 @@ class Daemon(SessionStartup, SessionServing):
     async def finish(self) -> None:
         """Restore settings and record the end first, then tell the clients: by the time a user
         has the prompt back, the session is fully over."""
-        from egg_core import guardlog, homefiles, snapshot
+        from egg_core import guardlog, homefiles, hostfs, snapshot
 
         code = self.exit_code if self.exit_code is not None else 1
         if self.audit is not None:
@@ -372,7 +372,7 @@ class Daemon(SessionStartup, SessionServing):
 
             windows.close_window(str(self.plan.egg_home), self.window)
         restored = snapshot.restore(str(self.paths.settings))
-        snapshot.remove_tree(str(self.paths.directory / homefiles.LAYER))
+        hostfs.remove_tree(str(self.paths.directory / homefiles.LAYER))
         for line in restored:
             log(self.paths, f"settings snapshot: {line}")
         guardlog.record(self.plan.egg_home, snapshot.failures(restored))
@@ -419,7 +419,7 @@ def main(argv: list[str]) -> int:
         daemon = Daemon(paths)
         daemon.start()
     except Exception as exc:
-        from egg_core import homefiles, snapshot, windows
+        from egg_core import homefiles, hostfs, snapshot, windows
         from egg_core.errors import EggError
 
         if daemon is not None and daemon.window is not None:  # spawned, then failed
@@ -429,7 +429,7 @@ def main(argv: list[str]) -> int:
         if not isinstance(exc, EggError):
             log(paths, traceback.format_exc())
         snapshot.restore(str(paths.settings))
-        snapshot.remove_tree(str(paths.directory / homefiles.LAYER))
+        hostfs.remove_tree(str(paths.directory / homefiles.LAYER))
         update_meta(paths, state="failed", error=message, ended=time.time())
         clear_live(paths)
         return 1

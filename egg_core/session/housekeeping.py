@@ -30,7 +30,7 @@ def remove(record: SessionRecord, *, with_history: bool = False) -> str:
     """Remove an ended session's directory (the caller has checked it is not running); with a
     captured conversation and without ``with_history``, keep that and the meta. Returns what
     was done, in a few words."""
-    from egg_core.snapshot import remove_tree
+    from egg_core.hostfs import remove_tree
 
     directory = record.paths.directory
     keep = set() if with_history else {n for n in HISTORY_FILES if (directory / n).exists()}

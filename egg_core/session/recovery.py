@@ -41,7 +41,7 @@ def _recover_exec_runs(egg_home: Path) -> list[str]:
 
 
 def _recover_sessions(egg_home: Path) -> list[str]:
-    from egg_core import guardlog, snapshot
+    from egg_core import guardlog, hostfs, snapshot
     from egg_core.session.store import (
         SessionPaths,
         clear_live,
@@ -64,7 +64,7 @@ def _recover_sessions(egg_home: Path) -> list[str]:
         crashed = True
         if paths.directory.is_dir():
             changed = snapshot.restore(str(paths.settings))
-            snapshot.remove_tree(str(paths.directory / "home"))  # egg_core.homefiles.LAYER
+            hostfs.remove_tree(str(paths.directory / "home"))  # egg_core.homefiles.LAYER
             guardlog.record(egg_home, snapshot.failures(changed))
             update_meta(paths, state="crashed", ended=time.time())
             paths.sock.unlink(missing_ok=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from egg_core import snapshot
+from egg_core import hostfs, snapshot
 
 
 def snap(tmp_path: Path) -> str:
@@ -103,7 +103,7 @@ def test_a_deep_directory_in_place_of_a_settings_file_is_removed(tmp_path):
     finally:
         if target.is_dir():  # what a failed restore left: pytest's own cleanup cannot remove it
             parent = os.open(tmp_path, os.O_RDONLY)
-            snapshot._remove_at(parent, target.name)
+            hostfs.remove_at(parent, target.name)
             os.close(parent)
 
     assert target.read_text() == "original"
