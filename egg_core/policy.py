@@ -433,27 +433,23 @@ def resolve_policy(
             continue
         fs.append(FsEntry(mode, path, f"agent:{agent}"))
         drilled.append(hole)
+
+    def agent_path(grant: Grant, kind: str) -> str | None:
+        """The grant's path, its hole drilled; None (suppressed if denied) when it has none."""
+        path = home_path(grant.value, str(home_p), relocated)
+        if not path:
+            return None
+        hole = DrilledHole(kind, path, agent, grant.reason)
+        if any(_under(path, d) for d in denied):
+            suppressed.append(attrs.evolve(hole, reason=f"{grant.reason}; denied"))
+            return None
+        drilled.append(hole)
+        return path
+
     for grant in profile.cache_dirs:
-        path = home_path(grant.value, str(home_p), relocated)
-        if not path:
-            continue
-        hole = DrilledHole("cache_dir", path, agent, grant.reason)
-        if any(_under(path, d) for d in denied):
-            suppressed.append(attrs.evolve(hole, reason=f"{grant.reason}; denied"))
-            continue
-        fs.append(FsEntry("cache", path, f"agent:{agent}"))
-        drilled.append(hole)
-    home_files = []
-    for grant in profile.home_files:
-        path = home_path(grant.value, str(home_p), relocated)
-        if not path:
-            continue
-        hole = DrilledHole("home_file", path, agent, grant.reason)
-        if any(_under(path, d) for d in denied):
-            suppressed.append(attrs.evolve(hole, reason=f"{grant.reason}; denied"))
-            continue
-        home_files.append(path)
-        drilled.append(hole)
+        if cache := agent_path(grant, "cache_dir"):
+            fs.append(FsEntry("cache", cache, f"agent:{agent}"))
+    home_files = [f for g in profile.home_files if (f := agent_path(g, "home_file"))]
     ssh_dir = str(home_p / ".ssh")
     ssh_denied = any(_under(ssh_dir, d) for d in denied)
 

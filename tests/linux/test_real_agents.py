@@ -166,14 +166,8 @@ def check_run(box: Box, agent: str, result: Result, before: dict[str, Any]) -> N
 
 
 def test_claude_code(box: Box, model: ModelServer, agent_bin: Path) -> None:
-    result, before = run_agent(
-        box,
-        model,
-        "claude",
-        agent_bin,
-        ["claude", "-p", "hi"],
-        env={"ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "sk-ant-egg-test"},
-    )
+    key = {"ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "sk-ant-egg-test"}
+    result, before = run_agent(box, model, "claude", agent_bin, ["claude", "-p", "hi"], env=key)
 
     check_run(box, "claude", result, before)
     transcripts = list((box.home / ".claude" / "projects").glob("*/*.jsonl"))
@@ -182,14 +176,7 @@ def test_claude_code(box: Box, model: ModelServer, agent_bin: Path) -> None:
     state = json.loads((box.home / ".claude.json").read_text())
     assert state["userID"] and state["firstStartTime"], state
     assert any(path.endswith("/v1/messages?beta=true") for _, path in model.requests)
-    again, _ = run_agent(
-        box,
-        model,
-        "claude",
-        agent_bin,
-        ["claude", "-p", "hi"],
-        env={"ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "sk-ant-egg-test"},
-    )
+    again, _ = run_agent(box, model, "claude", agent_bin, ["claude", "-p", "hi"], env=key)
     assert again.returncode == 0, again.stderr
     later = json.loads((box.home / ".claude.json").read_text())
     assert (later["userID"], later["firstStartTime"]) == (state["userID"], state["firstStartTime"])

@@ -17,6 +17,7 @@ import pytest
 from tests.session.test_sessions import (
     EGG,
     TIMEOUT,
+    attach,
     egg,
     session_dir,
     start,
@@ -348,14 +349,7 @@ def test_the_size_follows_the_remaining_writable_client(env: dict[str, str], pro
 def _attach(
     env: dict[str, str], project: Path, session: str, *extra: str, rows: int, cols: int
 ) -> pexpect.spawn:
-    child = pexpect.spawn(
-        EGG[0],
-        [*EGG[1:], "attach", *extra, session],
-        env=env,
-        cwd=str(project),
-        dimensions=(rows, cols),
-        timeout=TIMEOUT,
-    )
-    child.expect("\x1bc")
+    """test_sessions' attach, then a moment for the size it sends to reach the daemon."""
+    child = attach(env, project, session, *extra, rows=rows, cols=cols)
     time.sleep(0.2)
     return child
