@@ -108,6 +108,13 @@ class Tmux:
             time.sleep(0.05)
         raise AssertionError(f"{text!r} never appeared; the pane shows:\n{shown}")
 
+    def wait_for_gone(self, text: str, timeout: float = TIMEOUT) -> None:
+        """Until ``text`` is no longer on the screen."""
+        deadline = time.monotonic() + timeout
+        while text in "\n" + self.screen():
+            assert time.monotonic() < deadline, f"{text!r} stayed on the screen"
+            time.sleep(0.05)
+
     def keys(self, *keys: str) -> None:
         self("send-keys", *keys)
 
@@ -287,10 +294,14 @@ def test_reattach_gives_the_asked_scrollback(
         tmux.keys("C-\\")
         tmux.wait_for(f"egg attach {session} to return")
         tmux.keys("clear", "Enter")
+        tmux.wait_for_gone("5000")  # the shell has cleared the screen (and pushed it to history)
         tmux("clear-history")
+        assert "5000" not in tmux.everything()
         tmux.keys(f"{EGG_CMD} attach --history all {session}", "Enter")
         everything = tmux.wait_for("5000", whole=True)
-        assert next(int(line) for line in everything.split() if line.isdigit()) == 1
+        numbers = [int(line) for line in everything.split() if line.isdigit()]
+        sizes = tmux("display-message", "-p", "#{history_size}/#{history_limit}").stdout
+        assert numbers[0] == 1, f"history {sizes.strip()}, first lines {everything[:300]!r}"
         tmux.keys("C-\\")
     finally:
         egg(env, "kill", session, cwd=project)
