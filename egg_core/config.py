@@ -23,6 +23,7 @@ from typing import Any
 
 import attrs
 
+from egg_core import observe
 from egg_core.converters import to_tuple
 from egg_core.errors import ConfigError
 from egg_core.pathrules import Mode
@@ -380,11 +381,11 @@ class _Resolver:
         from egg_core.config_yaml import load_config_file
 
         path = Path(os.path.abspath(path))
-        key = Path(os.path.realpath(path))
-        if key in {Path(os.path.realpath(p)) for p in self.seen}:
+        key = Path(observe.realpath(str(path)))
+        if key in {Path(observe.realpath(str(p))) for p in self.seen}:
             names = " -> ".join(str(p) for p in (*chain, path))
             where = chain[-1] if chain else path
-            if key in {Path(os.path.realpath(p)) for p in chain}:
+            if key in {Path(observe.realpath(str(p))) for p in chain}:
                 raise ConfigError(f"{where}: base cycle: {names}")
             raise ConfigError(
                 f"{where}: base file reached twice in one resolution: {names} "
@@ -445,7 +446,7 @@ class _Resolver:
                     f"{where}: base: {ref!r} is neither a base name nor a ./, ../ or / path"
                 )
             target = self.bases / f"{ref}.yaml"
-        if not target.is_file():
+        if not observe.isfile(str(target)):
             raise ConfigError(f"{where}: base: {ref!r} not found (looked for {target})")
         return target
 
@@ -472,7 +473,8 @@ def resolve_config(
 
 def _empty(path: Path) -> bool:
     try:
-        return path.is_file() and path.stat().st_size == 0
+        observe.content(str(path))  # its size is what counts
+        return observe.isfile(str(path)) and path.stat().st_size == 0
     except OSError:
         return False
 
@@ -493,9 +495,9 @@ def discover_config(
         path = Path(config_path)
         if not path.is_absolute():
             path = here / path
-        if not path.exists():
+        if not observe.exists(str(path)):
             raise ConfigError(f"{config_path}: no such config file")
-        if path.is_dir():
+        if observe.isdir(str(path)):
             raise ConfigError(f"{config_path}: is a directory, not a config file")
         config, files = resolve_config_file(path, env)
         return ResolvedConfig(config=config, path=path, files=files, origin="--config")
@@ -507,7 +509,7 @@ def discover_config(
             # The empty file a sandbox platform mounts in place of a missing ./egg.yaml (so the
             # sandbox cannot create one) may outlive a crashed session: it means "no file".
             continue
-        if candidate.is_file():
+        if observe.isfile(str(candidate)):
             config, files = resolve_config_file(candidate, env)
             return ResolvedConfig(config=config, path=candidate, files=files, origin=origin)
     return ResolvedConfig(config=default_config(), path=None, files=(), origin=DEFAULT_SOURCE)

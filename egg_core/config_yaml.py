@@ -188,7 +188,11 @@ def _suggest(name: str, allowed: tuple[str, ...]) -> str:
 
 def load_config_file(path: str | Path) -> EggConfig:
     """Read and validate one egg.yaml (its base chain is not resolved here)."""
+    from egg_core import observe
+
     source = str(path)
+    observe.realpath(source)
+    observe.content(source)
     try:
         with open(path, "rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)

@@ -15,11 +15,12 @@ Rules, in order:
 
 from __future__ import annotations
 
-import glob
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from egg_core import observe
 
 if TYPE_CHECKING:
     from egg_core.policy import EffectivePolicy
@@ -83,8 +84,8 @@ def ssh_agent_socket_paths(environ: Mapping[str, str], home: Path) -> list[str]:
     if sock:
         found.add(os.path.abspath(sock))
     for pattern in ssh_agent_socket_patterns(environ, home):
-        found.update(glob.glob(pattern))
-    return sorted(p for p in found if os.path.lexists(p))
+        found.update(observe.glob(pattern))
+    return sorted(p for p in found if observe.lexists(p))
 
 
 def ssh_agent_socket_patterns(environ: Mapping[str, str], home: Path) -> list[str]:

@@ -7,14 +7,15 @@ the next identical call runs it directly.
 
 Correctness rests on two things:
 - the **key**: a hash of egg's version, the interpreter, the arguments, the directory, the user and
-  groups, every environment variable (names and values; only the hash is stored), and the
-  ``sys.path`` directories' modification times (installing anything changes them);
-- the **facts**: every filesystem observation the full path's decision depended on — config files'
-  contents, egg's and the plugins' module files, what each path in the policy resolves to (the
-  identity of the path and of each of its ancestors), the contents of directories that were
-  scanned (for sockets, for prefix siblings), the kernel's table of bound unix sockets, the
-  binaries found on PATH and the directories searched before them. All are re-checked before a
-  cached launch runs; any difference falls back to the full path, which stores a fresh entry.
+  groups, the ``sys.path`` directories' modification times (installing anything changes them), and
+  the environment variables the full path *read* (names and values; only hashes are stored). Which
+  variables those are is learnt when an entry is stored: an index beside it, named by the rest of
+  the key, lists them, so ``SHLVL`` or ``_`` changing costs nothing unless the decision read it;
+- the **facts**: every host observation the full path's decision rested on, recorded as it was
+  made (:mod:`egg_core.observe`): what each path it resolved is, what each file it read holds,
+  the entries of each directory it listed, the programs it found on PATH, placeholders, and the
+  platform's own kinds (the Linux kernel's table of bound unix sockets). All are re-checked before
+  a cached launch runs; any difference falls back to the full path, which stores a fresh entry.
 
 Only launches with no helpers are cached (no network proxy, no cgroups): the cached recipe is an
 argv, an environment recipe (names to copy from the current environment, and constant defaults —
@@ -38,8 +39,8 @@ if TYPE_CHECKING:  # importing typing costs milliseconds that this module exists
 
     Fact = tuple[Any, ...]
 
-FORMAT = 8  # 7: entries carry the persistence guards (git state, settings, write window)
-# 8: and the settings files' command-defining keys
+FORMAT = 9  # 7: entries carry the persistence guards (git state, settings, write window)
+# 8: and the settings files' command-defining keys; 9: recorded facts, keyed on variables read
 CACHE_ENV = "EGG_EXEC_CACHE"
 KEEP = 64
 #: cached launches are run only by egg's own platform code
@@ -60,7 +61,8 @@ def cache_dir(environ: Mapping[str, str]) -> str:
     return os.path.join(egg_home_of(environ), "cache", "exec")
 
 
-def cache_key(args: list[str], environ: Mapping[str, str], cwd: str) -> str:
+def base_key(args: list[str], cwd: str) -> str:
+    """The key without the environment: names the index of the variables to add to it."""
     from egg_core import __version__
 
     installed = []
@@ -79,145 +81,37 @@ def cache_key(args: list[str], environ: Mapping[str, str], cwd: str) -> str:
         os.getuid(),
         os.getgid(),
         sorted(os.getgroups()),
-        sorted(environ.items()),
         installed,
     )
     return _sha256_hex(marshal.dumps(repr(material)))
 
 
+def env_digest(environ: Mapping[str, str], names: Iterable[str], listed: bool) -> dict[str, str]:
+    """name -> hash of its value (or of its absence); with ``listed``, also the set of names."""
+    digest = {
+        name: _sha256_hex(repr(environ.get(name)).encode(errors="surrogateescape"))
+        for name in sorted(names)
+    }
+    if listed:
+        digest["\0names"] = _sha256_hex("\0".join(sorted(environ)).encode(errors="surrogateescape"))
+    return digest
+
+
+def full_key(base: str, digest: Mapping[str, str]) -> str:
+    return _sha256_hex(marshal.dumps(repr((base, sorted(digest.items())))))
+
+
 # --- facts -------------------------------------------------------------------------------------
 
 
-def identity(path: str) -> tuple[int, ...] | None:
-    """What a path *is*: device, inode, type and permissions, owner (not its contents)."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino, st.st_mode, st.st_uid, st.st_gid)
+def facts_hold(entry: Mapping[str, Any]) -> Fact | None:
+    """The first of an entry's facts that no longer holds (None: the launch is still valid)."""
+    from egg_core.facts import stale_fact
 
-
-def contents(path: str) -> tuple[int, ...] | None:
-    """What a file *holds*, as far as the cache is concerned: inode, size and change time (the
-    ctime, which unlike the mtime no process can set back)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_ctime_ns)
-
-
-def _entry_kind(entry: os.DirEntry[str]) -> str:
-    if entry.is_symlink():
-        return "l"
-    if entry.is_dir(follow_symlinks=False):
-        return "d"
-    return "f" if entry.is_file(follow_symlinks=False) else "o"  # o: socket, fifo, device
-
-
-def listing(path: str) -> tuple[int, str] | None:
-    """A directory's entries: its change time and a digest of the sorted (name, type) pairs."""
-    try:
-        ctime = os.lstat(path).st_ctime_ns
-        with os.scandir(path) as it:
-            names = sorted(f"{e.name}\0{_entry_kind(e)}" for e in it)
-    except OSError:
-        return None
-    return ctime, _sha256_hex("\0\0".join(names).encode(errors="surrogateescape"))
-
-
-def listing_matches(path: str, expected: Any) -> bool:
-    """Same entries as recorded. An unchanged change time settles it without listing; a changed
-    one (egg's own placeholder files come and go) is settled by the names and types."""
-    if expected is None:
-        return listing(path) is None
-    try:
-        if os.lstat(path).st_ctime_ns == expected[0]:
-            return True
-    except OSError:
-        return False
-    now = listing(path)
-    return now is not None and now[1] == expected[1]
-
-
-def path_facts(paths: Iterable[str]) -> list[Fact]:
-    """Identity facts for each path and every ancestor (symlinks, existence, type, owner)."""
-    seen: set[str] = set()
-    facts: list[Fact] = []
-    for path in paths:
-        current = os.path.normpath(path)
-        while current not in seen:
-            seen.add(current)
-            facts.append(("i", current, identity(current)))
-            parent = os.path.dirname(current)
-            if parent == current:
-                break
-            current = parent
-    return facts
-
-
-def content_facts(paths: Iterable[str]) -> list[Fact]:
-    return [("c", path, contents(path)) for path in dict.fromkeys(paths)]
-
-
-def listing_facts(paths: Iterable[str]) -> list[Fact]:
-    return [("l", path, listing(path)) for path in dict.fromkeys(paths)]
-
-
-def bound_sockets_fact(arguments: tuple[Any, ...], found: tuple[str, ...] | None) -> Fact:
-    """What ``unix_sockets.visible_sockets(*arguments)`` returned for a launch: a socket bound
-    since (however deep), or moved, may need a mask the cached launch does not have."""
-    return ("u", arguments, found)
-
-
-def seed_facts(seeds: Iterable[tuple[str, str]]) -> list[Fact]:
-    """A placeholder's path: missing, or holding exactly its seed (see :mod:`egg_core.seeds`)."""
-    return [("s", path, seed) for path, seed in seeds]
-
-
-def which_facts(name: str, search_path: str) -> list[Fact]:
-    """What finding ``name`` on ``search_path`` depended on: each candidate until the hit."""
-    if "/" in name:
-        return content_facts([name]) + path_facts([name])
-    facts: list[Fact] = []
-    for directory in search_path.split(os.pathsep):
-        if not os.path.isabs(directory):
-            continue  # egg never runs its own programs from relative PATH entries
-        candidate = os.path.join(directory, name)
-        facts.append(("i", candidate, identity(candidate)))
-        if facts[-1][2] is not None and os.access(candidate, os.X_OK):
-            facts += content_facts([candidate]) + path_facts([os.path.realpath(candidate)])
-            break
-    return facts
-
-
-def stale_fact(facts: Iterable[Fact]) -> Fact | None:
-    """The first fact that no longer holds, or None when all do."""
-    for fact in facts:
-        kind, path, expected = fact
-        if kind == "l":
-            if not listing_matches(path, expected):
-                return fact
-        elif kind == "u":
-            from egg_core import unix_sockets
-
-            if unix_sockets.visible_sockets(*path) != expected:
-                return fact
-        elif kind == "s":
-            from egg_core.seeds import absent_or_seed
-
-            if not absent_or_seed(path, expected):
-                return fact
-        elif (identity if kind == "i" else contents)(path) != expected:
-            return fact
-    return None
+    return stale_fact(entry["facts"])
 
 
 # --- the cache ---------------------------------------------------------------------------------
-
-
-def entry_path(environ: Mapping[str, str], key: str) -> str:
-    return os.path.join(cache_dir(environ), key)
 
 
 def _private(st: os.stat_result) -> bool:
@@ -225,9 +119,10 @@ def _private(st: os.stat_result) -> bool:
     return st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
-def load(path: str) -> dict[str, Any] | None:
-    """The entry at ``path``, if it and every directory up to ``$EGG_HOME`` are this user's own
-    and nobody else's to write (another user's ``EGG_HOME`` could otherwise hand us a recipe)."""
+def _load_private(path: str) -> Any:
+    """The marshalled data at ``path``, if it and every directory up to ``$EGG_HOME`` are this
+    user's own and nobody else's to write (another user's ``EGG_HOME`` could otherwise hand us a
+    recipe); None otherwise."""
     directory = os.path.dirname(path)
     for level in (
         directory,
@@ -247,26 +142,47 @@ def load(path: str) -> dict[str, Any] | None:
         if not _private(os.fstat(fd)):
             return None
         with os.fdopen(fd, "rb", closefd=False) as handle:
-            entry = marshal.load(handle)
+            data = marshal.load(handle)
     except (OSError, EOFError, ValueError, TypeError):
         return None
     finally:
         os.close(fd)
-    if not isinstance(entry, dict) or entry.get("format") != FORMAT:
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
         return None
-    if not str(entry.get("runner", "")).startswith(RUNNER_PREFIX):
-        return None
-    return entry
+    return data
 
 
-def store(environ: Mapping[str, str], key: str, entry: dict[str, Any]) -> None:
+def load(path: str) -> dict[str, Any] | None:
+    """The entry at ``path`` (see :func:`_load_private`), if egg's own platform code runs it."""
+    entry = _load_private(path)
+    if entry is None or not str(entry.get("runner", "")).startswith(RUNNER_PREFIX):
+        return None
+    return dict(entry)
+
+
+def _write(directory: str, name: str, data: dict[str, Any]) -> None:
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}")
+    with open(tmp, "wb") as handle:
+        marshal.dump({**data, "format": FORMAT}, handle)
+    os.replace(tmp, os.path.join(directory, name))
+
+
+def store(
+    environ: Mapping[str, str],
+    base: str,
+    entry: dict[str, Any],
+    env_read: Iterable[str] = (),
+    env_listed: bool = False,
+) -> None:
+    """Keep ``entry`` for the arguments behind ``base``, keyed on the values the variables in
+    ``env_read`` have in ``environ`` (and the set of names, when ``env_listed``)."""
     directory = cache_dir(environ)
+    digest = env_digest(environ, env_read, env_listed)
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
-        tmp = os.path.join(directory, f".{key}.{os.getpid()}")
-        with open(tmp, "wb") as handle:
-            marshal.dump({**entry, "format": FORMAT}, handle)
-        os.replace(tmp, os.path.join(directory, key))
+        # the index first: an entry no index leads to is only dead weight
+        _write(directory, base + ".env", {"digest": digest, "listed": env_listed})
+        _write(directory, full_key(base, digest), entry)
         _prune(directory)
     except (OSError, ValueError):
         pass  # an unwritable cache only costs speed
@@ -276,7 +192,7 @@ def _prune(directory: str) -> None:
     entries = []
     with os.scandir(directory) as it:
         for item in it:
-            if not item.name.startswith("."):
+            if not item.name.startswith(".") and not item.name.endswith(".env"):
                 entries.append((item.stat().st_mtime_ns, item.path))
     for _, path in sorted(entries)[:-KEEP]:
         try:
@@ -322,19 +238,37 @@ def lookup(args: list[str], environ: Mapping[str, str]) -> dict[str, Any] | None
     if setting == "0":
         return None
     why = None
+    entry = None
     try:
-        entry = load(entry_path(environ, cache_key(args, environ, os.getcwd())))
-        if entry is None:
-            why = "no entry for these arguments, directory and environment"
-        elif (fact := stale_fact(entry["facts"])) is not None:
-            why = f"changed since it was cached: {fact[1]}"
-        elif live_sessions_need_recovery(environ):
-            why = "a crashed session needs recovery"
+        directory = cache_dir(environ)
+        base = base_key(args, os.getcwd())
+        index = _load_private(os.path.join(directory, base + ".env"))
+        if index is None:
+            why = "no entry for these arguments and directory"
+        else:
+            digest = env_digest(
+                environ, [n for n in index["digest"] if n != "\0names"], bool(index["listed"])
+            )
+            entry = load(os.path.join(directory, full_key(base, digest)))
+            if entry is None:
+                changed = sorted(n for n, v in index["digest"].items() if digest.get(n) != v)
+                names = ", ".join("the set of variables" if n == "\0names" else n for n in changed)
+                why = f"the environment it read changed: {names or '?'}"
+            elif (fact := facts_hold(entry)) is not None:
+                why = f"changed since it was cached: {_kind_name(fact[0])} {fact[1]}"
+            elif live_sessions_need_recovery(environ):
+                why = "a crashed session needs recovery"
     except Exception as exc:
         why = f"{type(exc).__name__}: {exc}"
     if setting == "debug":
         print(f"egg: exec cache {'miss: ' + why if why else 'hit'}", file=sys.stderr)
     return entry if why is None else None
+
+
+def _kind_name(kind: str) -> str:
+    from egg_core.facts import KIND_NAMES
+
+    return KIND_NAMES.get(kind, kind)
 
 
 def try_run(args: list[str], environ: Mapping[str, str]) -> int | None:
@@ -362,10 +296,16 @@ def try_run(args: list[str], environ: Mapping[str, str]) -> int | None:
         windows.close_window(home, window)
         git = entry.get("git")
         watch = [path for path in entry.get("code_watch", ()) if os.path.lexists(path)]
-        if watch or (git and stale_fact(git["watch"]) is not None):
+        if watch or (git and _watch_changed(git)):
             _audit(git, watch, home)
         if run_dir is not None:
             rundirs.finish(run_dir, home)
+
+
+def _watch_changed(git: dict[str, Any]) -> bool:
+    from egg_core.facts import stale_fact
+
+    return stale_fact(git["watch"]) is not None
 
 
 def _prepare_run(entry: dict[str, Any], egg_home: str) -> tuple[str | None, dict[str, Any]]:

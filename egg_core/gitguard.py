@@ -43,8 +43,8 @@ from typing import Any
 
 import attrs
 
-from egg_core import execcache as ec
-from egg_core import pathrules
+from egg_core import facts as checks
+from egg_core import observe, pathrules
 from egg_core.gitconfig import scrub_config
 from egg_core.gitlayout import Layout, common_dir, config_mentions, find_layout
 from egg_core.policy import SEED_DIRECTORY, EffectivePolicy, FsEntry
@@ -119,15 +119,18 @@ def plan(policy: EffectivePolicy, ruled: list[tuple[str, str]]) -> GitGuard:
     writable = pathrules.writable_under(ruled)
     starts = [policy.cwd]
     starts += [
-        e.path for e in policy.fs if e.mode in pathrules.WRITABLE_MODES and os.path.isdir(e.path)
+        e.path for e in policy.fs if e.mode in pathrules.WRITABLE_MODES and observe.isdir(e.path)
     ]
     layout = find_layout(dict.fromkeys(starts))
+    watch = watch_facts(layout)
     state = {
         "starts": list(dict.fromkeys(starts)),
         "ruled": ruled,
         "known": sorted({*layout.gitdirs, *layout.commons}),
-        "watch": watch_facts(layout),
+        "watch": watch,
     }
+    # what the layout search looked at is this launch's business too (the exec cache's facts)
+    observe.extend(watch)
     return GitGuard(tuple(protections(layout, writable)), state)
 
 
@@ -136,16 +139,16 @@ def watch_facts(layout: Layout) -> list[Fact]:
     what gitfiles and ``commondir`` files say, the indexes (a new gitlink), the ``worktrees/``
     listings (a new linked worktree). A missing ``commondir`` is held by a placeholder during
     the run: missing or holding the seed is the same."""
-    facts: list[Fact] = [("i", path, ec.identity(path)) for path in layout.probed]
-    facts += [("c", path, ec.contents(path)) for path in layout.dotgits if os.path.isfile(path)]
+    facts: list[Fact] = [("i", path, checks.identity(path)) for path in layout.probed]
+    facts += [("c", path, checks.contents(path)) for path in layout.dotgits if os.path.isfile(path)]
     for gitdir in layout.gitdirs:
         pointer = os.path.join(gitdir, "commondir")
         if os.path.lexists(pointer):
-            facts.append(("c", pointer, ec.contents(pointer)))
+            facts.append(("c", pointer, checks.contents(pointer)))
         else:
             facts.append(("s", pointer, COMMONDIR_SEED))
-    facts += [("c", path, ec.contents(path)) for path in layout.indexes]
-    facts += [("l", path, ec.listing(path)) for path in layout.worktree_lists]
+    facts += [("c", path, checks.contents(path)) for path in layout.indexes]
+    facts += [("l", path, checks.listing(path)) for path in layout.worktree_lists]
     return facts
 
 
@@ -155,7 +158,7 @@ def watch_facts(layout: Layout) -> list[Fact]:
 def changed(state: dict[str, Any]) -> bool:
     """Whether anything a new repository would change has changed since :func:`plan` (a few
     ``stat`` calls; standard library only, so the exec cache's fast path can call it)."""
-    return ec.stale_fact(state.get("watch", ())) is not None
+    return checks.stale_fact(state.get("watch", ())) is not None
 
 
 def audit(state: dict[str, Any], egg_home: Path, git: str | None = None) -> list[str]:
@@ -217,10 +220,10 @@ def _source_facts(paths: Iterable[str]) -> list[Fact]:
     facts: list[Fact] = []
     for path in dict.fromkeys(paths):
         if os.path.isdir(path) and not os.path.islink(path):
-            facts.append(("l", path, ec.listing(path)))
+            facts.append(("l", path, checks.listing(path)))
         else:
-            facts.append(("c", path, ec.contents(path)))
-            facts.append(("i", path, ec.identity(path)))
+            facts.append(("c", path, checks.contents(path)))
+            facts.append(("i", path, checks.identity(path)))
     return facts
 
 

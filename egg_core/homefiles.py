@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import stat
 
-from egg_core import pathrules
+from egg_core import observe, pathrules
 from egg_core.safeio import read_regular, write_new
 
 TYPE_CHECKING = False
@@ -45,7 +45,7 @@ def to_stage(policy: EffectivePolicy) -> list[str]:
     if not policy.home_files or policy.jail:
         return []
     ruled = pathrules.mounted_rules((e.path, e.mode) for e in policy.fs)
-    home = os.path.realpath(policy.home)
+    home = observe.realpath(policy.home)
     if pathrules.governing_mode(home, ruled) not in (None, "ro"):
         return []
     staged = []
@@ -53,7 +53,7 @@ def to_stage(policy: EffectivePolicy) -> list[str]:
         if os.path.dirname(path) != policy.home:
             continue  # only files directly in the home need this
         try:
-            st = os.lstat(path)
+            st = observe.lstat(path)
         except FileNotFoundError:
             staged.append(path)
             continue

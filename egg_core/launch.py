@@ -7,14 +7,13 @@ others enforce. Nothing is started by planning.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from egg_core import pathrules, registry
+from egg_core import observe, pathrules, registry
 from egg_core.config import ResolvedConfig, discover_config
 from egg_core.converters import to_tuple
 from egg_core.env import build_env
@@ -115,7 +114,7 @@ class Plan:
         policy = self.policy
         roots = windows.writable_roots((e.path, e.mode) for e in policy.fs)
         protected = [
-            os.path.realpath(e.path) for e in policy.protected if e.mode in ("deny", "deny-write")
+            observe.realpath(e.path) for e in policy.protected if e.mode in ("deny", "deny-write")
         ]
         return roots, sorted(set(protected))
 
@@ -133,16 +132,16 @@ def make_agent_dirs(policy: EffectivePolicy, agent: str) -> list[str]:
     inside a path the policy hides or protects.
     """
     created = []
-    home = os.path.realpath(policy.home)
+    home = observe.realpath(policy.home)
     hidden = [e.path for e in (*policy.fs, *policy.protected) if e.mode in ("deny", "deny-write")]
     for entry in policy.fs:
         if entry.source != f"agent:{agent}" or entry.mode not in ("rw", "rw-prefix", "cache"):
             continue
         path = os.path.normpath(entry.path)
-        if os.path.lexists(path) or any(pathrules.under(path, d) for d in hidden):
+        if observe.lexists(path) or any(pathrules.under(path, d) for d in hidden):
             continue
-        inside_home = pathrules.under(os.path.realpath(os.path.dirname(path)), home)
-        if not inside_home and not os.path.isdir(os.path.dirname(path)):
+        inside_home = pathrules.under(observe.realpath(os.path.dirname(path)), home)
+        if not inside_home and not observe.isdir(os.path.dirname(path)):
             continue
         try:
             os.makedirs(path, mode=0o700)
@@ -181,8 +180,6 @@ def settings_keys(policy: EffectivePolicy, profile: AgentProfile) -> dict[str, t
 def _settings_paths(policy: EffectivePolicy, profile: AgentProfile) -> list[tuple[str, str]]:
     """(absolute path, the profile's name for it) of each settings file. A name with ``*``
     (Codex's ``.codex/*.config.toml`` profiles) is every file it matches when the run starts."""
-    import glob
-
     found = []
     named = [(policy.home_path(g.value), g.value) for g in profile.settings_files]
     named += [(os.path.join(policy.cwd, g.value), g.value) for g in profile.project_settings_files]
@@ -193,7 +190,9 @@ def _settings_paths(policy: EffectivePolicy, profile: AgentProfile) -> list[tupl
             found += [
                 (match, grant)
                 for match in sorted(
-                    glob.glob(glob.escape(os.path.dirname(path)) + "/" + os.path.basename(path))
+                    observe.glob_in(
+                        os.path.dirname(path), os.path.basename(path), include_hidden=True
+                    )
                 )
             ]
         else:
@@ -363,5 +362,5 @@ def find_command(argv0: str, env: Mapping[str, str], cwd: Path) -> str | None:
     """Where ``argv0`` would be found with the sandbox's PATH; None if nowhere."""
     if "/" in argv0:
         path = argv0 if os.path.isabs(argv0) else str(cwd / argv0)
-        return path if os.path.exists(path) else None
-    return shutil.which(argv0, path=env.get("PATH", os.defpath))
+        return path if observe.exists(path) else None
+    return observe.which(argv0, env.get("PATH", os.defpath))

@@ -50,13 +50,15 @@ def trusted_location(path: str) -> bool:
     """
     import stat
 
-    real = os.path.realpath(path)
+    from egg_core import observe
+
+    real = observe.realpath(path)
     if os.geteuid() == 0 and not any((real + "/").startswith(p) for p in SYSTEM_PREFIXES):
         return False
     current = real
     while True:
         try:
-            st = os.stat(current)
+            st = observe.lstat(current)  # resolved: no symlink left on the way
         except OSError:
             return False
         if st.st_uid != 0 or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
@@ -75,12 +77,12 @@ def host_which(name: str, search_path: str | None = None) -> str | None:
     "the current directory", which a sandboxed agent can write), then :data:`SYSTEM_DIRS`; a
     candidate in an untrusted place is skipped, never run.
     """
-    import shutil
+    from egg_core import observe
 
-    entries = search_path if search_path is not None else os.environ.get("PATH", os.defpath)
+    entries = search_path if search_path is not None else observe.getenv("PATH", os.defpath)
     directories = [p for p in entries.split(os.pathsep) if os.path.isabs(p)]
     for directory in dict.fromkeys([*directories, *SYSTEM_DIRS]):
-        found = shutil.which(name, path=directory)
+        found = observe.which(name, directory)
         if found and trusted_location(found):
             return found
     return None

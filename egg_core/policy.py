@@ -24,8 +24,8 @@ from urllib.parse import urlsplit
 
 import attrs
 
+from egg_core import observe, seeds
 from egg_core import sandbox as caps
-from egg_core import seeds
 from egg_core.config import EggConfig
 from egg_core.converters import to_tuple
 from egg_core.env import ESSENTIAL_VARIABLES, ssh_agent_socket_paths
@@ -302,23 +302,22 @@ def protected_paths(
 def launcher_paths(environ: Mapping[str, str]) -> list[str]:
     """The egg console script(s) and the installation they run (venv, package dirs)."""
     import importlib.util
-    import shutil
 
     found: list[str] = []
     for prefix in {sys.prefix, sys.exec_prefix}:
         if prefix not in ("/", "/usr", "/usr/local"):
-            found.append(os.path.realpath(prefix))
+            found.append(observe.realpath(prefix))
     # every egg on PATH, trusted or not: protecting is not running
     search = os.pathsep.join(
         p for p in environ.get("PATH", os.defpath).split(os.pathsep) if os.path.isabs(p)
     )
-    script = shutil.which("egg", path=search) if search else None
+    script = observe.which("egg", search) if search else None
     if script:
-        found += [os.path.abspath(script), os.path.realpath(script)]
+        found += [os.path.abspath(script), observe.realpath(script)]
     for package in ("egg_core", "egg_plugins"):
         spec = importlib.util.find_spec(package)
         if spec is not None and spec.submodule_search_locations:
-            found += [os.path.realpath(p) for p in spec.submodule_search_locations]
+            found += [observe.realpath(p) for p in spec.submodule_search_locations]
     unique = dict.fromkeys(os.path.normpath(p) for p in found)
     # drop entries inside another entry
     return [p for p in unique if not any(q != p and _under(p, q) for q in unique)]
@@ -380,7 +379,7 @@ def observe_host(home: str | os.PathLike[str], environ: Mapping[str, str]) -> Ho
     """The host observations :func:`resolve_policy` rests on (see :class:`HostFacts`)."""
     return HostFacts(
         ssh_agent_sockets=[str(s) for s in ssh_agent_socket_paths(environ, Path(home))],
-        control_sockets=[sock for sock in CONTROL_SOCKETS if os.path.lexists(sock)],
+        control_sockets=[sock for sock in CONTROL_SOCKETS if observe.lexists(sock)],
     )
 
 

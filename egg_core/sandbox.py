@@ -116,8 +116,6 @@ class Prepared:
     #: a self-contained description of this launch that ``egg exec`` may cache and run again
     #: without resolving anything (see :mod:`egg_core.execcache`); None when it cannot be cached
     recipe: dict[str, Any] | None = None
-    #: the filesystem observations the launch rested on, re-checked before a cached run
-    facts: list[tuple[Any, ...]] = attrs.Factory(list)
     #: when set, the spawned process's own stderr must be a pipe (what it says while setting up
     #: the sandbox: read back by :func:`egg_core.spawn.setup_errors`) and the real stderr must be
     #: this descriptor, which the command inside takes as its stderr

@@ -37,7 +37,7 @@ def select_platform(
     requested: str | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Selection:
-    env = environ or {}
+    env: Mapping[str, str] = {} if environ is None else environ
     source = "--platform" if requested else None
     if not requested and env.get(PLATFORM_ENV):
         requested, source = env[PLATFORM_ENV], f"${PLATFORM_ENV}"

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from egg_core import observe
 from egg_core.policy import SEED_DIRECTORY, EffectivePolicy, FsEntry
 from egg_core.profiles import AgentProfile
 from egg_core.safeio import read_text
@@ -55,7 +56,7 @@ def code_dir_entries(
     wanted += [(os.path.join(policy.cwd, g.value), g.reason) for g in profile.project_code_dirs]
     for path, reason in wanted:
         source = f"egg: {profile.name}: {reason}"
-        if os.path.lexists(path):
+        if observe.lexists(path):
             if writable(path):
                 entries.append(FsEntry("deny-write", path, source))
             continue
@@ -71,7 +72,7 @@ def code_dir_entries(
 
 def _nearest_existing(path: str) -> str:
     current = os.path.dirname(path)
-    while not os.path.lexists(current) and current != "/":
+    while not observe.lexists(current) and current != "/":
         current = os.path.dirname(current)
     return current
 
@@ -129,6 +130,8 @@ def named_entries(
     entries: dict[str, FsEntry] = {}
     links: list[str] = []
     for source in settings:
+        observe.realpath(source)
+        observe.content(source)
         text = read_text(source, MAX_SETTINGS_BYTES)
         if text is None:
             continue
@@ -138,7 +141,7 @@ def named_entries(
             if path in settings_set:
                 continue
             try:
-                st = os.lstat(path)
+                st = observe.lstat(path)
             except OSError:
                 continue
             reason = f"egg: {profile.name}: {os.path.basename(source)} runs it on the host"

@@ -253,6 +253,7 @@ def describe(window: dict[str, Any]) -> str:
 
 def writable_roots(rules: Iterable[tuple[str, str]]) -> list[str]:
     """The resolved directories a launch's sandbox can write, from its (path, mode) rules."""
+    from egg_core import observe
     from egg_core.pathrules import WRITABLE_MODES
 
-    return sorted({os.path.realpath(path) for path, mode in rules if mode in WRITABLE_MODES})
+    return sorted({observe.realpath(path) for path, mode in rules if mode in WRITABLE_MODES})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -11,24 +10,6 @@ from pathlib import Path
 import pytest
 
 EGG = [sys.executable, "-P", "-m", "egg_core.cli"]
-
-
-@pytest.fixture
-def setup(tmp_path: Path, egg_home: Path):
-    # /tmp is private inside the sandbox: the workspace and home must live elsewhere to be seen
-    base = Path(os.path.realpath(os.environ.get("EGG_LINUX_TEST_DIR", "/var/tmp")))
-    root = base / f"egg-cache-test-{os.getpid()}-{tmp_path.name}"
-    work, home = root / "work", root / "home"
-    work.mkdir(parents=True)
-    home.mkdir()
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(home),
-        "EGG_HOME": str(egg_home),
-        "EGG_EXEC_CACHE": "debug",
-    }
-    yield work, env
-    subprocess.run(["rm", "-rf", str(root)], check=False)
 
 
 def egg_exec(work: Path, env: dict[str, str], *command: str) -> subprocess.CompletedProcess[str]:
@@ -46,8 +27,8 @@ def hit(result: subprocess.CompletedProcess[str]) -> bool:
     return "egg: exec cache hit" in result.stderr
 
 
-def test_second_identical_call_uses_the_cache_and_behaves_the_same(setup):
-    work, env = setup
+def test_second_identical_call_uses_the_cache_and_behaves_the_same(cache_workspace):
+    work, env = cache_workspace
     first = egg_exec(work, env, "sh", "-c", "echo out; echo err >&2; exit 7")
     second = egg_exec(work, env, "sh", "-c", "echo out; echo err >&2; exit 7")
     assert not hit(first) and hit(second)
@@ -55,15 +36,16 @@ def test_second_identical_call_uses_the_cache_and_behaves_the_same(setup):
     assert "err" in second.stderr
 
 
-def test_signal_exit_code_through_the_cache(setup):
-    work, env = setup
+def test_signal_exit_code_through_the_cache(cache_workspace):
+    work, env = cache_workspace
     for _ in range(2):
         result = egg_exec(work, env, "sh", "-c", "kill -TERM $$")
     assert hit(result) and result.returncode == 128 + 15
 
 
-def test_changing_the_config_invalidates(setup):
-    work, env = setup
+@pytest.mark.fact_check
+def test_changing_the_config_invalidates(cache_workspace):
+    work, env = cache_workspace
     secret = work / "secret.txt"
     secret.write_text("top secret")
     assert egg_exec(work, env, "cat", "secret.txt").stdout == "top secret"
@@ -73,22 +55,24 @@ def test_changing_the_config_invalidates(setup):
     assert not hit(result) and "top secret" not in result.stdout
 
 
-def test_a_newly_created_credentials_dir_is_denied_on_the_next_call(setup):
-    work, env = setup
+@pytest.mark.fact_check
+def test_a_newly_created_credentials_dir_is_denied_on_the_next_call(cache_workspace):
+    work, env = cache_workspace
     home = Path(env["HOME"])
-    egg_exec(work, env, "ls", str(home))
-    assert hit(egg_exec(work, env, "ls", str(home)))
-    aws = home / ".aws"
-    aws.mkdir()
-    (aws / "credentials").write_text("AKIA-SECRET")
-    result = egg_exec(work, env, "cat", str(aws / "credentials"))
-    assert "AKIA-SECRET" not in result.stdout
-    again = egg_exec(work, env, "cat", str(aws / "credentials"))
-    assert "AKIA-SECRET" not in again.stdout
+    credentials = home / ".aws" / "credentials"
+    egg_exec(work, env, "cat", str(credentials))
+    assert hit(egg_exec(work, env, "cat", str(credentials)))
+    credentials.parent.mkdir()
+    credentials.write_text("AKIA-SECRET")
+    result = egg_exec(work, env, "cat", str(credentials))
+    assert not hit(result) and "AKIA-SECRET" not in result.stdout
+    again = egg_exec(work, env, "cat", str(credentials))
+    assert hit(again) and "AKIA-SECRET" not in again.stdout
 
 
-def test_a_new_socket_in_the_workspace_is_masked_on_the_next_call(setup):
-    work, env = setup
+@pytest.mark.fact_check
+def test_a_new_socket_in_the_workspace_is_masked_on_the_next_call(cache_workspace):
+    work, env = cache_workspace
     probe = (
         "import socket,sys\n"
         "s=socket.socket(socket.AF_UNIX)\n"
@@ -96,6 +80,7 @@ def test_a_new_socket_in_the_workspace_is_masked_on_the_next_call(setup):
         "except OSError as e: print('refused', e.errno)\n"
     )
     egg_exec(work, env, sys.executable, "-c", probe)
+    assert hit(egg_exec(work, env, sys.executable, "-c", probe))
     server = socket.socket(socket.AF_UNIX)
     server.bind(str(work / "ctl.sock"))
     server.listen()
@@ -110,8 +95,10 @@ def test_a_new_socket_in_the_workspace_is_masked_on_the_next_call(setup):
         server.close()
 
 
-def test_changing_the_environment_invalidates_and_values_are_never_cached(setup, egg_home):
-    work, env = setup
+def test_changing_the_environment_invalidates_and_values_are_never_cached(
+    cache_workspace, egg_home
+):
+    work, env = cache_workspace
     (work / "egg.yaml").write_text("env: [MY_TOKEN]\n")
     first = egg_exec(work, {**env, "MY_TOKEN": "tok-one-SECRET"}, "sh", "-c", 'echo "$MY_TOKEN"')
     second = egg_exec(work, {**env, "MY_TOKEN": "tok-two-SECRET"}, "sh", "-c", 'echo "$MY_TOKEN"')
@@ -121,32 +108,36 @@ def test_changing_the_environment_invalidates_and_values_are_never_cached(setup,
         assert b"SECRET" not in entry.read_bytes()
 
 
-def test_retargeting_a_denied_symlink_invalidates(setup):
-    work, env = setup
+@pytest.mark.fact_check
+def test_retargeting_a_denied_symlink_invalidates(cache_workspace):
+    work, env = cache_workspace
     (work / "a").write_text("A-CONTENT")
     (work / "b").write_text("B-CONTENT")
     (work / "link").symlink_to(work / "a")
     (work / "egg.yaml").write_text("fs: ['deny:./link']\n")
-    assert "A-CONTENT" not in egg_exec(work, env, "cat", "a").stdout
+    assert "A-CONTENT" not in egg_exec(work, env, "cat", "a", "b").stdout
+    cached = egg_exec(work, env, "cat", "a", "b")
+    assert hit(cached) and "B-CONTENT" in cached.stdout
     (work / "link").unlink()
     (work / "link").symlink_to(work / "b")
-    result = egg_exec(work, env, "cat", "b")
-    assert not hit(result) and "B-CONTENT" not in result.stdout
+    result = egg_exec(work, env, "cat", "a", "b")
+    assert not hit(result) and "B-CONTENT" not in result.stdout and "A-CONTENT" in result.stdout
 
 
-def test_cache_can_be_turned_off(setup):
-    work, env = setup
+def test_cache_can_be_turned_off(cache_workspace):
+    work, env = cache_workspace
     egg_exec(work, env, "true")
     result = egg_exec(work, {**env, "EGG_EXEC_CACHE": "0"}, "true")
     assert "exec cache" not in result.stderr and result.returncode == 0
 
 
-def test_a_removed_command_is_not_found_even_after_caching(setup):
-    work, env = setup
+def test_a_removed_command_is_not_found_even_after_caching(cache_workspace):
+    work, env = cache_workspace
     tool = work / "tool.sh"
     tool.write_text("#!/bin/sh\necho tool-ran\n")
     tool.chmod(0o755)
     egg_exec(work, env, "./tool.sh")
+    assert hit(egg_exec(work, env, "./tool.sh"))
     tool.unlink()
     result = egg_exec(work, env, "./tool.sh")
     assert result.returncode == 127 and "tool-ran" not in result.stdout

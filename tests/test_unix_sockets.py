@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from egg_core import unix_sockets as us
+from egg_plugins.platforms.linux import unix_sockets as us
 
 HEADER = "Num       RefCount Protocol Flags    Type St Inode Path\n"
 TABLE = HEADER + (

@@ -24,6 +24,14 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         code = try_run(args, env)
         if code is not None:
             return code
+        if env.get("EGG_EXEC_CACHE") != "0":
+            # the full path, every host observation and environment read recorded for the
+            # entry it stores (egg_core.observe)
+            from egg_core import observe
+            from egg_core.cli.app import run_cli
+
+            with observe.recording():
+                return run_cli(args, observe.RecordingEnviron(env))
     from egg_core.cli.app import run_cli
 
     return run_cli(args, env)

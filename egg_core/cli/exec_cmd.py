@@ -8,10 +8,8 @@ found, 126 when it cannot be executed.
 from __future__ import annotations
 
 import argparse
-import glob
 import os
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +49,7 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
 
 
 def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
-    from egg_core import rundirs, snapshot, windows
+    from egg_core import observe, rundirs, snapshot, windows
     from egg_core.launch import audit_after_run, find_command, plan_launch
 
     cwd = Path(os.getcwd())
@@ -72,7 +70,7 @@ def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
     found = find_command(command[0], plan.env, cwd)
     if found is None:
         raise EggError(f"{command[0]}: command not found", exit_code=127)
-    if not os.access(found, os.X_OK) or os.path.isdir(found):
+    if not observe.access(found, os.X_OK) or observe.isdir(found):
         raise EggError(f"{command[0]}: permission denied", exit_code=126)
     # In $EGG_HOME (hidden from every sandbox), not in /tmp: a directory the sandbox sees would
     # change under the exec cache's feet. It holds the settings snapshot, restored by the next
@@ -114,7 +112,7 @@ def _launch(
     for attempt in range(MAX_ATTEMPTS):
         prepared = plan.selection.platform.prepare(launch)
         if prepared.recipe is not None and attempt == 0:
-            remember(ns, ctx, command, plan, prepared, cwd)
+            remember(ctx, plan, prepared, cwd)
         try:
             return run_foreground(prepared, tty=ns.tty)
         except RetryLaunch as retry:
@@ -126,45 +124,31 @@ def _launch(
     )
 
 
-def remember(
-    ns: argparse.Namespace,
-    ctx: Context,
-    command: list[str],
-    plan: Any,
-    prepared: Any,
-    cwd: Path,
-) -> None:
-    """Store this launch for the fast path, with the facts the core's decisions rested on."""
+def remember(ctx: Context, plan: Any, prepared: Any, cwd: Path) -> None:
+    """Store this launch for the fast path. Its facts are what the full path looked at, as
+    recorded while it decided (:mod:`egg_core.observe`), and the code that decided."""
     from egg_core import execcache as ec
-    from egg_core.paths import egg_home
-    from egg_core.policy import CONTROL_SOCKETS
+    from egg_core import observe
 
     environ = ctx.environ
-    if environ.get(ec.CACHE_ENV) == "0":
+    recorder = observe.active()
+    if recorder is None or environ.get(ec.CACHE_ENV) == "0":
         return
-    resolved = plan.resolved
-    candidates = [str(p) for p in resolved.files]
-    if ns.config:
-        candidates.append(str(cwd / ns.config))
-    else:
-        candidates += [str(cwd / "egg.yaml"), str(egg_home(environ) / "egg.yaml")]
-    modules = [
-        str(getattr(module, "__file__", ""))
-        for name, module in list(sys.modules.items())
-        if name.split(".")[0] in ("egg_core", "egg_plugins") or name in _plugin_modules(ctx)
-    ]
-    facts = ec.content_facts(c for c in candidates) + ec.path_facts(candidates)
-    facts += ec.content_facts(m for m in modules if m)
-    # what the settings name is protected: a changed settings file may name something else
-    facts += ec.content_facts(plan.settings_files()) + ec.path_facts(plan.settings_files())
-    facts += ec.which_facts(command[0], plan.env.get("PATH", os.defpath))
-    facts += ec.which_facts("egg", environ.get("PATH", os.defpath))
-    facts += ec.path_facts(CONTROL_SOCKETS)
-    facts += _ssh_agent_facts(plan, environ)
+    plugins = _plugin_modules(ctx)
+    for name, module in list(sys.modules.items()):
+        ours = name.split(".")[0] in ("egg_core", "egg_plugins") or name in plugins
+        if ours and getattr(module, "__file__", None):
+            observe.content(str(module.__file__))
     env_copy = [n for n, v in prepared.env.items() if environ.get(n) == v]
     env_set = {n: v for n, v in prepared.env.items() if environ.get(n) != v}
-    if plan.git_state is not None:
-        facts += plan.git_state["watch"]
+    if not recorder.consistent:
+        if environ.get(ec.CACHE_ENV) == "debug":
+            _, subject = recorder.conflicts[0]
+            print(
+                f"egg: exec cache not stored: {subject} changed while egg looked at it",
+                file=sys.stderr,
+            )
+        return
     entry = {
         **prepared.recipe,
         "git": plan.git_state,
@@ -172,12 +156,13 @@ def remember(
         "settings_keys": {path: list(keys) for path, keys in plan.settings_keys.items()},
         "code_watch": list(plan.code_watch),
         "window": list(plan.write_window()),
-        "facts": facts + prepared.facts,
+        "facts": recorder.facts(),
         "env_copy": env_copy,
         "env_set": env_set,
     }
-    key = ec.cache_key(list(ctx.argv), environ, str(cwd))
-    ec.store(environ, key, entry)
+    base = ec.base_key(list(ctx.argv), str(cwd))
+    raw = environ.raw if isinstance(environ, observe.RecordingEnviron) else environ
+    ec.store(raw, base, entry, list(recorder.env_read), recorder.env_listed)
 
 
 def _plugin_modules(ctx: Context) -> set[str]:
@@ -189,28 +174,3 @@ def _plugin_modules(ctx: Context) -> set[str]:
         if isinstance(module, str):
             names.add(module)
     return names
-
-
-def _ssh_agent_facts(plan: Any, environ: Mapping[str, str]) -> list[tuple[Any, ...]]:
-    """An ssh agent started later (a socket that now exists) must be masked: watch the socket in
-    SSH_AUTH_SOCK and every directory the usual socket locations are found in."""
-    from egg_core import execcache as ec
-    from egg_core.env import ssh_agent_socket_patterns
-
-    policy = plan.policy
-    if not policy.ssh_denied or "SSH_AUTH_SOCK" in policy.config_env_names:
-        return []
-    files = []
-    if environ.get("SSH_AUTH_SOCK"):
-        files.append(os.path.abspath(environ["SSH_AUTH_SOCK"]))
-    directories: set[str] = set()
-    for pattern in ssh_agent_socket_patterns(environ, Path(policy.home)):
-        parent = os.path.dirname(pattern)
-        if "*" in parent:  # /tmp/ssh-*/agent.*: /tmp, and each directory matching now
-            directories.add(os.path.dirname(parent))
-            directories.update(glob.glob(parent))
-        else:  # the socket's directory, and the one above (where it would be created)
-            directories.update((parent, os.path.dirname(parent)))
-    return ec.path_facts(files + [os.path.realpath(f) for f in files]) + ec.listing_facts(
-        sorted(directories)
-    )

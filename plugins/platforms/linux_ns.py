@@ -286,9 +286,8 @@ class LinuxNamespaces(Platform):
             os.makedirs(source, mode=0o700, exist_ok=True)
         placeholders = bw.placeholder_paths(policy)
         visited: list[str] = []
-        bound: list[bw.BoundRecord] = []
         volatile: list[str] = []
-        args = bw.build_args(policy, request, bwrap, visited, bound, volatile)
+        args = bw.build_args(policy, request, bwrap, visited, volatile)
         prefix = self._prefix(policy)
         uses_cgroups = policy.memory_bytes is not None or policy.max_pids is not None
         if uses_cgroups:
@@ -333,17 +332,7 @@ class LinuxNamespaces(Platform):
         prepared.set_exit_code_reader(status.exit_code)
         prepared.set_child_pid_reader(status.child_pid)
         if not sockets and not uses_cgroups:
-            self._offer_recipe(
-                launch,
-                prepared,
-                bwrap,
-                seccomp_fd,
-                status_write,
-                placeholders,
-                visited,
-                bound,
-                volatile,
-            )
+            self._offer_recipe(launch, prepared, seccomp_fd, status_write, placeholders, volatile)
         # Planted right before the spawn (bwrap binds each onto itself, so it must exist then),
         # not before: what egg exec caches must see the host without them.
         held: list[Held] = []
@@ -358,58 +347,36 @@ class LinuxNamespaces(Platform):
         self,
         launch: Launch,
         prepared: Prepared,
-        bwrap: str,
         seccomp_fd: int,
         status_fd: int,
         placeholders: list[tuple[str, str]],
-        visited: list[str],
-        bound: list[bw.BoundRecord],
         volatile: list[str],
     ) -> None:
-        """Describe this launch for egg exec's cache, with every fact the decision rested on."""
-        from egg_core import execcache as ec
+        """Describe this launch for egg exec's cache. Its facts are what the decision looked at
+        (recorded through egg_core.observe as it was made), and the paths its command line names."""
+        from egg_core import observe
 
         from .linux import seccomp as sc
 
         seccomp_file = sc.bpf_file(launch.egg_home / "cache")
         if seccomp_file is None:
             return
+        observe.content(str(seccomp_file))
         policy = launch.policy
         table = {str(seccomp_fd): fastrun.SECCOMP_FD, str(status_fd): fastrun.STATUS_FD}
         argv = list(prepared.argv)
         for index, arg in enumerate(argv[:-1]):
             if arg in ("--seccomp", "--json-status-fd"):
                 argv[index + 1] = table[argv[index + 1]]
-        search_path = launch.env.get("PATH", os.defpath)
-        touched = [e.path for e in (*policy.fs, *policy.protected)]
-        touched += [policy.cwd, policy.home, "/etc/resolv.conf"]
         layer = str(launch.home_layer) if launch.home_layer else None
-        # the home layer is made afresh for every run (the cache's runner substitutes it)
-        touched += [
-            a for a in argv if a.startswith("/") and not (layer and pathrules.under(a, layer))
-        ]
-        if layer:
-            # the layer binds each entry of the home back: a new or replaced entry is a miss
-            touched += [os.path.join(policy.home, name) for name in _names(policy.home)]
-        for _, found, linked in bound:
-            # each masked socket still a socket, still there; no symlink on a guarded path replaced
-            touched += [*(found or ()), *linked]
-        # where each path leads now: a dangling symlink whose target appears changes the launch
-        touched += [os.path.realpath(path) for path in touched]
-        # a placeholder may be missing or already planted: same launch (its own fact kind)
+        # every path the command line names must still be what it was (egg's own files among
+        # them: the empty file, the cache directories); the home layer is made afresh for every
+        # run (the cache's runner substitutes it), and a placeholder is its own kind of fact
         seeded = {path for path, _ in placeholders}
-        touched = [path for path in touched if path not in seeded]
-        touched += [os.path.dirname(path) for path in seeded]
-        prefix_parents = [os.path.dirname(e.path) for e in policy.fs if e.mode == "rw-prefix"]
-        if layer:
-            prefix_parents.append(policy.home)
-        facts = ec.path_facts(touched) + ec.seed_facts(placeholders)
-        facts += ec.listing_facts([*visited, *prefix_parents])
-        facts += [ec.bound_sockets_fact(arguments, found) for arguments, found, _ in bound]
-        facts += ec.which_facts(os.path.basename(bwrap), search_path)
-        facts += ec.content_facts([str(seccomp_file), bwrap])
-        if os.path.basename(argv[0]) == "prlimit":
-            facts += ec.which_facts("prlimit", os.environ.get("PATH", os.defpath))
+        for arg in argv:
+            fresh = layer is not None and pathrules.under(arg, layer)
+            if arg.startswith("/") and arg not in seeded and not fresh:
+                observe.realpath(arg)
         reasons = {}
         if policy.cpu_seconds is not None:
             reasons[128 + signal.SIGXCPU] = "killed by the CPU-time limit (resources.cpu)"
@@ -430,7 +397,6 @@ class LinuxNamespaces(Platform):
             prepared.recipe["home_files"] = [
                 os.path.join(policy.home, name) for name in launch.home_staged
             ]
-        prepared.facts = facts
 
     def _start_network(
         self, launch: Launch, policy: EffectivePolicy, sockets: dict[int, str], prepared: Prepared
@@ -472,13 +438,6 @@ class LinuxNamespaces(Platform):
         thread.start()
         prepared.add_cleanup(thread.stop)
         return net_dir
-
-
-def _names(directory: str) -> list[str]:
-    try:
-        return sorted(os.listdir(directory))
-    except OSError:
-        return []
 
 
 def _closer(fd: int) -> Callable[[], None]:

@@ -113,15 +113,15 @@ def test_an_exec_cache_entry_goes_stale_when_a_dangling_deny_target_appears(box:
     vault = box.root / "vault-aws"
     shutil.rmtree(box.home / ".aws", ignore_errors=True)
     (box.home / ".aws").symlink_to(vault)  # deny:~/.aws, target missing for now
-    env = {"EGG_EXEC_CACHE": "1"}
+    env = {"EGG_EXEC_CACHE": "debug"}
     box.exec("cat", f"{vault}/credentials", env=env)
-    box.exec("cat", f"{vault}/credentials", env=env)
+    assert "exec cache hit" in box.exec("cat", f"{vault}/credentials", env=env).stderr
     box.mkdir(vault)
     box.write(vault / "credentials", box.secret)
 
     result = box.exec("cat", f"{vault}/credentials", env=env)
 
-    assert box.secret not in result.stdout
+    assert "exec cache miss" in result.stderr and box.secret not in result.stdout
 
 
 def test_an_exec_cache_entry_goes_stale_when_a_file_becomes_a_socket(box: Box) -> None:
@@ -130,16 +130,17 @@ def test_an_exec_cache_entry_goes_stale_when_a_file_becomes_a_socket(box: Box) -
         "import socket\ns=socket.socket(socket.AF_UNIX)\n"
         "try:\n s.connect('ide.sock'); print('CONNECTED')\nexcept OSError: print('refused')\n"
     )
-    box.py(probe)
-    box.py(probe)
+    env = {"EGG_EXEC_CACHE": "debug"}
+    box.py(probe, env=env)
+    assert "exec cache hit" in box.py(probe, env=env).stderr
     target.unlink()
     server = socket.socket(socket.AF_UNIX)
     server.bind(str(target))
     os.chown(target, box.identity.uid, box.identity.gid)
     server.listen()
     try:
-        result = box.py(probe)
-        assert "CONNECTED" not in result.stdout
+        result = box.py(probe, env=env)
+        assert "exec cache miss" in result.stderr and "CONNECTED" not in result.stdout
     finally:
         server.close()
         Path(target).unlink(missing_ok=True)
@@ -153,9 +154,9 @@ def test_an_exec_cache_entry_goes_stale_when_a_deep_socket_is_bound(box: Box) ->
         f"try:\n s.connect({str(path)!r}); print('CONNECTED')\n"
         "except OSError as e: print('refused', e)\n"
     )
-    env = {"EGG_EXEC_CACHE": "1"}
+    env = {"EGG_EXEC_CACHE": "debug"}
     box.py(probe, env=env)
-    box.py(probe, env=env)  # now from the cache
+    assert "exec cache hit" in box.py(probe, env=env).stderr  # now from the cache
     server = socket.socket(socket.AF_UNIX)
     server.bind(str(path))
     os.chmod(path, 0o777)

@@ -24,14 +24,15 @@ from pathlib import Path
 
 import attrs
 
-from egg_core import unix_sockets
+from egg_core import observe
 from egg_core.errors import EnforcementError
 from egg_core.pathrules import MODE_RANK as _MODE_RANK
 from egg_core.pathrules import depth as _depth
 from egg_core.pathrules import under as _under
 from egg_core.policy import NEED_FULL, EffectivePolicy, FsEntry, sandbox_cache_dir
 
-from .hostsockets import MAX_SCANNED_MASKS, BoundRecord, host_sockets, table_sockets
+from . import unix_sockets
+from .hostsockets import MAX_SCANNED_MASKS, host_sockets, scanned_in_table, table_sockets
 from .trust import (
     SOCKET_GUARD,
     SOCKET_PIN,
@@ -46,7 +47,6 @@ from .trust import (
 )
 
 __all__ = [
-    "BoundRecord",
     "BwrapRequest",
     "build_args",
     "placeholder_paths",
@@ -98,13 +98,13 @@ def build_args(
     request: BwrapRequest,
     bwrap: str = "bwrap",
     visited: list[str] | None = None,
-    bound: list[BoundRecord] | None = None,
     volatile: list[str] | None = None,
 ) -> list[str]:
-    """The full ``bwrap ... -- argv`` command line for ``policy``.
+    """The full ``bwrap ... -- argv`` command line for ``policy``. Every host observation it
+    rests on goes through :mod:`egg_core.observe` (the exec cache's facts).
 
-    ``visited`` collects every directory whose listing the decision depended on (socket scans),
-    and ``bound`` what the kernel's socket table said, for the exec cache's facts. ``volatile``
+    ``visited`` turns the directory scans for sockets on, and collects the directories scanned
+    (a launch scans; ``egg explain``'s picture of the command does not). ``volatile``
     collects the mount destinations that exist only because a host socket does — the masks, and
     the directories pinned or guarded around them: other programs remove those at any time, and
     one gone between this scan and bwrap's mounts must not fail the launch (see
@@ -137,14 +137,14 @@ def build_args(
     seen = unix_sockets.Judge(decisions)
     # a socket an rw: or ro: rule names exactly is how a user lets the sandbox reach one
     named = {real for real, mode in ruled_paths(policy) if mode in ("rw", "ro")}
-    sockets, guards, table = table_sockets(decisions, seen, named, bound)
+    sockets, guards = table_sockets(decisions, named)
     mounts, scanned, remount = _mounts(policy, request, guards, visited, sockets, seen, volatile)
     final_decisions = mount_decisions(mounts, request.empty_file, [])
     remount = [p for p in dict.fromkeys(remount) if not _covered_after(final_decisions, p)]
     # A scan finds sockets of other network namespaces, and dead ones a sandbox left behind:
     # only so many of those are masked, so that planting them cannot stop every launch.
     # Those in trees the sandbox can write go last: it could have planted them there.
-    in_table = set(table) | set(sockets)
+    in_table = scanned_in_table(scanned) | set(sockets)
     scanned = sorted(
         (s for s in dict.fromkeys(scanned) if s not in in_table),
         key=lambda sock: seen.state(os.path.dirname(sock)) == "rw",
@@ -228,15 +228,15 @@ def _mounts(
     for order, root in enumerate(TMPFS_ROOTS):
         block = ["--tmpfs", root]
         if root == "/run" and policy.network_need == NEED_FULL:
-            resolv = os.path.realpath("/etc/resolv.conf")
-            if resolv.startswith("/run/") and os.path.isfile(resolv):
+            resolv = observe.realpath("/etc/resolv.conf")
+            if resolv.startswith("/run/") and observe.isfile(resolv):
                 block += ["--ro-bind", resolv, resolv]
         blocks.append((_depth(root), 0, order, block))
     remount: list[str] = []
     placeholders = dict(placeholder_paths(policy))
     staged: frozenset[str] = frozenset()
     if request.home_layer:
-        home = os.path.realpath(policy.home)
+        home = observe.realpath(policy.home)
         staged = frozenset(os.path.join(home, name) for name in request.home_staged)
         # after every rule at the home's own depth (a rule there would cover the layer) and
         # before every deeper one (which land on the entries bound back into it)
@@ -402,7 +402,7 @@ def home_layer_args(home: str, layer: str, staged: Sequence[str]) -> list[str]:
     the layer holds. What the rules say about deeper paths is mounted after this."""
     out = ["--bind", layer, home]
     try:
-        names = sorted(os.listdir(home))
+        names = sorted(observe.listdir(home))
     except OSError:
         names = []
     for name in names:
@@ -410,6 +410,8 @@ def home_layer_args(home: str, layer: str, staged: Sequence[str]) -> list[str]:
             continue
         path = os.path.join(home, name)
         try:
+            if not observe.islink(path):
+                raise OSError
             target = os.readlink(path)
         except OSError:
             out += ["--ro-bind-try", path, path]
@@ -455,4 +457,4 @@ def empty_file(directory: Path) -> str:
 
 def python_paths() -> list[str]:
     """Where this Python lives, for running the network bridge inside a jail."""
-    return sorted({os.path.realpath(p) for p in (sys.base_prefix, sys.prefix)})
+    return sorted({observe.realpath(p) for p in (sys.base_prefix, sys.prefix)})

@@ -8,11 +8,10 @@ import platform
 import subprocess
 from pathlib import Path
 
-from egg_core import unix_sockets
 from egg_core.paths import host_which, untrusted_candidates
 from egg_core.sandbox import Check
 
-from . import cgroups
+from . import cgroups, unix_sockets
 
 LANDLOCK_CREATE_RULESET = {"x86_64": 444, "aarch64": 444}
 LANDLOCK_CREATE_RULESET_VERSION = 1

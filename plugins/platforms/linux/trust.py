@@ -17,20 +17,15 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from egg_core import unix_sockets
+from egg_core import observe
 from egg_core.pathrules import governing_mode as _governing_mode
 from egg_core.policy import EffectivePolicy, FsEntry
 from egg_core.seeds import absent_or_seed
 
-#: the sources of the entries pinned_entries adds (the socket ones are volatile: build_args)
-PROTECTED_PIN = "egg: keeps a protected path in place"
-
+from . import unix_sockets
 
 #: the sources of the entries pinned_entries adds (the socket ones are volatile: build_args)
 PROTECTED_PIN = "egg: keeps a protected path in place"
-SOCKET_PIN = "egg: keeps a masked host socket in place"
-
-
 SOCKET_PIN = "egg: keeps a masked host socket in place"
 SOCKET_GUARD = "egg: holds a symlink to a host socket"
 
@@ -44,9 +39,9 @@ class PathFact:
 
 
 def probe(path: str) -> PathFact:
-    real = os.path.realpath(path)
+    real = observe.realpath(path)
     try:
-        mode = os.stat(real).st_mode
+        mode = observe.stat(real).st_mode
     except OSError:
         return PathFact(real, "missing")
     return PathFact(real, "dir" if stat.S_ISDIR(mode) else "file")
@@ -105,12 +100,16 @@ def placeholder_paths(policy: EffectivePolicy) -> list[tuple[str, str]]:
     wanted += [(e.path, e.seed) for e in policy.protected if e.seed is not None]
     found: dict[str, str] = {}
     for path, seed in wanted:
-        if path in found or not absent_or_seed(path, seed):
+        if path in found:
             continue
-        parent = os.path.realpath(os.path.dirname(path))
+        if not absent_or_seed(path, seed):
+            observe.lstat_or_none(path)  # something real is there: it must stay
+            continue
+        observe.seed(path, seed)  # missing or already planted: the same launch
+        parent = observe.realpath(os.path.dirname(path))
         if (
-            os.path.isdir(parent)
-            and os.access(parent, os.W_OK)
+            observe.isdir(parent)
+            and observe.access(parent, os.W_OK)
             and _governing_mode(parent, ruled) in ("rw", "rw-prefix")
         ):
             found[path] = seed
@@ -123,9 +122,9 @@ def symlinks_on_the_way(path: str) -> list[str]:
     current = "/"
     for part in path.strip("/").split("/"):
         candidate = os.path.join(current, part)
-        if os.path.islink(candidate):
+        if observe.islink(candidate):
             found.append(candidate)
-            current = os.path.realpath(candidate)
+            current = observe.realpath(candidate)
         else:
             current = candidate
     return found
@@ -195,7 +194,7 @@ def pinned_entries(
     # deny too: a run that renamed the directory holding a denied path would leave the next
     # run's rule naming nothing, and the secret readable under its new name
     guarded += [e.path for e in policy.fs if e.mode in ("ro", "deny-write", "deny")]
-    starts = [os.path.dirname(os.path.realpath(path)) for path in guarded]
+    starts = [os.path.dirname(observe.realpath(path)) for path in guarded]
     starts += [os.path.dirname(guard) for guard in guards]
     added: dict[str, FsEntry] = {}
 
@@ -205,7 +204,7 @@ def pinned_entries(
             if (
                 parent not in mount_points
                 and parent not in added
-                and os.path.isdir(parent)
+                and observe.isdir(parent)
                 and writable(parent)
             ):
                 added[parent] = FsEntry("rw", parent, why)
@@ -227,5 +226,4 @@ def pinned_entries(
 def prefix_siblings(path: str) -> list[str]:
     """``~/.claude`` -> ``~/.claude.json``, ``~/.claude.json.backup``...: same-prefix neighbours."""
     parent, name = os.path.split(path.rstrip("/"))
-    pattern = os.path.join(glob.escape(parent), glob.escape(name) + "?*")
-    return sorted(glob.glob(pattern, include_hidden=True))
+    return observe.glob_in(parent, glob.escape(name) + "?*", include_hidden=True)

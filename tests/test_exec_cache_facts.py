@@ -1,0 +1,179 @@
+"""Each kind of fact the exec cache re-checks: a change it stands for is a miss that names it, and
+a change it does not stand for leaves the entry in use (``EGG_EXEC_CACHE=debug`` says which).
+
+The ``fact_check`` tests are the misses only a re-checked fact can cause: test_cache_mutation runs
+them with fact checking taken out and requires every one of them to fail.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.test_exec_cache import egg_exec, hit
+
+
+def miss(result: subprocess.CompletedProcess[str], because: str) -> bool:
+    """The call missed, and the cache said why: ``because`` is in its reason."""
+    reasons = [line for line in result.stderr.splitlines() if "exec cache miss" in line]
+    return bool(reasons) and because in reasons[0]
+
+
+def cached(work: Path, env: dict[str, str], *command: str) -> None:
+    """Run twice: the second call must come from the cache."""
+    egg_exec(work, env, *command)
+    second = egg_exec(work, env, *command)
+    assert hit(second), second.stderr
+
+
+# -- "i": what a path is ---------------------------------------------------------------------------
+
+
+@pytest.mark.fact_check
+def test_identity_a_path_the_policy_resolved_changing_type_is_a_miss(cache_workspace):
+    work, env = cache_workspace
+    (work / "egg.yaml").write_text("fs: ['deny:./vault']\n")
+    (work / "vault").write_text("a file for now")
+    cached(work, env, "true")
+    (work / "vault").unlink()
+    (work / "vault").mkdir()
+    assert miss(egg_exec(work, env, "true"), "what this path is: " + str(work / "vault"))
+
+
+def test_identity_writing_into_a_resolved_file_is_a_hit(cache_workspace):
+    work, env = cache_workspace
+    (work / "egg.yaml").write_text("fs: ['deny:./vault']\n")
+    (work / "vault").write_text("a file for now")
+    cached(work, env, "true")
+    (work / "vault").write_text("other words, same file")
+    assert hit(egg_exec(work, env, "true"))
+
+
+@pytest.mark.fact_check
+def test_identity_a_program_planted_earlier_on_path_is_a_miss(cache_workspace):
+    work, env = cache_workspace
+    early = work / "bin"  # inside the workspace: the sandbox sees it too
+    early.mkdir()
+    env = {**env, "PATH": f"{early}:{env['PATH']}"}
+    cached(work, env, "true")
+    fake = early / "true"
+    fake.write_text("#!/bin/sh\necho planted\n")
+    fake.chmod(0o755)
+    result = egg_exec(work, env, "true")
+    assert miss(result, str(early)) and result.stdout == "planted\n"
+
+
+# -- "c": what a file holds --------------------------------------------------------------------------
+
+
+@pytest.mark.fact_check
+def test_contents_a_config_file_rewritten_is_a_miss(cache_workspace):
+    work, env = cache_workspace
+    (work / "egg.yaml").write_text("fs: []\n")
+    cached(work, env, "true")
+    (work / "egg.yaml").write_text("fs: ['deny:./x']\n")
+    assert miss(egg_exec(work, env, "true"), "the contents of " + str(work / "egg.yaml"))
+
+
+def test_contents_a_file_egg_never_read_rewritten_is_a_hit(cache_workspace):
+    work, env = cache_workspace
+    (work / "notes.txt").write_text("one")
+    cached(work, env, "true")
+    (work / "notes.txt").write_text("two, longer")
+    assert hit(egg_exec(work, env, "true"))
+
+
+# -- "l": what a directory lists ---------------------------------------------------------------------
+
+
+@pytest.mark.fact_check
+def test_listing_a_new_entry_in_a_scanned_directory_is_a_miss(cache_workspace):
+    work, env = cache_workspace
+    cached(work, env, "true")
+    (work / "new-dir").mkdir()
+    assert miss(egg_exec(work, env, "true"), "the entries of " + str(work))
+
+
+def test_listing_an_entry_replaced_by_one_of_the_same_name_and_kind_is_a_hit(cache_workspace):
+    work, env = cache_workspace
+    (work / "data.txt").write_text("one")
+    cached(work, env, "true")
+    (work / "data.txt").unlink()
+    (work / "data.txt").write_text("again")  # the directory changed; its names and kinds did not
+    assert hit(egg_exec(work, env, "true"))
+
+
+# -- "s": a placeholder ------------------------------------------------------------------------------
+
+
+def test_seed_a_placeholder_left_by_a_crashed_run_is_a_hit(cache_workspace):
+    work, env = cache_workspace
+    (work / "egg.yaml").write_text("fs: ['deny-write:./later.txt']\n")
+    cached(work, env, "true")
+    # what the placeholder holds: the same launch (and the workspace's listing leaves it out)
+    (work / "later.txt").write_text("")
+    assert hit(egg_exec(work, env, "true"))
+
+
+@pytest.mark.fact_check
+def test_seed_real_content_at_a_placeholder_path_is_a_miss(cache_workspace):
+    work, env = cache_workspace
+    (work / "egg.yaml").write_text("fs: ['deny-write:./later.txt']\n")
+    cached(work, env, "true")
+    (work / "later.txt").write_text("the user's own file now")
+    assert miss(egg_exec(work, env, "true"), "the placeholder at " + str(work / "later.txt"))
+
+
+# -- "x": the platform's own facts (Linux: the kernel's table of bound sockets) -------------------
+
+
+@pytest.mark.fact_check
+def test_platform_a_socket_bound_deep_in_a_visible_tree_is_a_miss(cache_workspace):
+    work, env = cache_workspace
+    deep = work / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    cached(work, env, "true")
+    server = socket.socket(socket.AF_UNIX)
+    try:
+        server.bind(str(deep / "api.sock"))  # deeper than any scan: only the table has it
+        os.chmod(deep / "api.sock", 0o777)
+        assert miss(egg_exec(work, env, "true"), "the platform's fact")
+    finally:
+        server.close()
+
+
+def test_platform_a_socket_bound_where_the_sandbox_cannot_see_is_a_hit(cache_workspace, egg_home):
+    work, env = cache_workspace
+    cached(work, env, "true")
+    hidden = egg_home / "elsewhere"
+    hidden.mkdir()
+    server = socket.socket(socket.AF_UNIX)
+    try:
+        server.bind(str(hidden / "api.sock"))  # $EGG_HOME: no sandbox sees it
+        assert stat.S_ISSOCK(os.lstat(hidden / "api.sock").st_mode)
+        assert hit(egg_exec(work, env, "true"))
+    finally:
+        server.close()
+
+
+# -- the environment: the key holds the variables the decision read -------------------------------
+
+
+def test_environment_a_variable_the_policy_read_changing_is_a_miss(cache_workspace):
+    work, env = cache_workspace
+    (work / "egg.yaml").write_text("env: [MY_SETTING]\n")
+    cached(work, {**env, "MY_SETTING": "one"}, "true")
+    result = egg_exec(work, {**env, "MY_SETTING": "two"}, "true")
+    assert miss(result, "the environment it read changed: MY_SETTING")
+
+
+def test_environment_variables_nothing_read_changing_is_a_hit(cache_workspace):
+    work, env = cache_workspace
+    cached(work, {**env, "SHLVL": "1", "_": "/bin/one", "UNRELATED_1": "x"}, "true")
+    result = egg_exec(work, {**env, "SHLVL": "2", "_": "/bin/two", "UNRELATED_2": "y"}, "true")
+    assert hit(result), result.stderr
