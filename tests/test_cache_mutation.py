@@ -26,9 +26,9 @@ def test_every_fact_check_test_fails_when_fact_checking_is_disabled(tmp_path: Pa
     mutant.mkdir()
     (mutant / "sitecustomize.py").write_text(MUTANT)
     files = ["tests/test_exec_cache.py", "tests/test_exec_cache_facts.py"]
+    pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "fact_check"]
     collected = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only"]
-        + ["-m", "fact_check", *files],
+        [*pytest, "--collect-only", *files],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -37,8 +37,7 @@ def test_every_fact_check_test_fails_when_fact_checking_is_disabled(tmp_path: Pa
     wanted = [line for line in collected.stdout.splitlines() if "::" in line]
     assert len(wanted) >= 10, collected.stdout
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "fact_check"]
-        + ["-o", "addopts=", "-rf", *files],
+        [*pytest, "-o", "addopts=", "-rf", *files],
         cwd=ROOT,
         env={**os.environ, "EGG_TEST_MUTANT": str(mutant)},
         capture_output=True,
@@ -47,5 +46,7 @@ def test_every_fact_check_test_fails_when_fact_checking_is_disabled(tmp_path: Pa
     )
     failed = {line.split()[1] for line in result.stdout.splitlines() if line.startswith("FAILED")}
     survivors = sorted(set(wanted) - failed)
-    assert not survivors, f"passed with fact checking disabled: {survivors}\n{result.stdout[-2000:]}"
+    assert not survivors, (
+        f"passed with fact checking disabled: {survivors}\n{result.stdout[-2000:]}"
+    )
     assert re.search(rf"\b{len(wanted)} failed\b", result.stdout), result.stdout[-2000:]
