@@ -8,6 +8,9 @@ and the bad value; nothing else escapes (a property test holds this for random i
 Emission keeps the shape a key was written in: ``network: none``, ``network: '*'`` and a domain
 list re-emit as scalar/list unless a mapping-only option (``local_ports``, ``mode``, ``log``,
 ``agent_domains``) is set, so a file in canonical form round-trips byte for byte.
+
+Why one module of this size: one validator per egg.yaml section sharing one error machinery
+(file, line, key, a did-you-mean), so every section's messages read the same.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from egg_core import observe, pathrules, registry
-from egg_core.config import ResolvedConfig, discover_config
+from egg_core.config_files import ResolvedConfig, discover_config
 from egg_core.converters import to_tuple
 from egg_core.env import build_env
 from egg_core.errors import EggError

@@ -15,6 +15,9 @@ it decides, and writes the decision as one JSON line to ``network.log``:
 - the connection goes to the address that was checked, not to a second lookup (no rebinding race).
 ``mode: observe`` allows everything and logs what enforce mode would have denied. Tests inject a
 resolver so that the allow path can be exercised against loopback listeners only.
+
+Why one module of this size: CONNECT, plain HTTP and the port forwards share one connection
+plumbing and one decision log; the pure allow/deny rules are :mod:`egg_core.netrules`.
 """
 
 from __future__ import annotations

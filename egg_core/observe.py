@@ -26,6 +26,9 @@ an agent's missing directories on a first run) make the recording inconsistent: 
 not cached, and the next run, which sees one state throughout, is.
 
 When no recorder is active the helpers cost what ``os`` costs, and record nothing.
+
+Why one module of this size: every helper is a thin ``os`` twin that records one fact kind;
+they belong together so that a new observation has one obvious home, and no other.
 """
 
 from __future__ import annotations

@@ -12,6 +12,10 @@ recorded as a :class:`DrilledHole` in one of three lists:
 
 :func:`resolve_policy` is a pure function of its arguments (the config, the profile, and the host
 facts passed in), so ``egg explain`` can show exactly what ``egg run`` would enforce.
+
+Why one module of this size: the effective policy's model and the one function that produces
+it; every attribution rule (which hole, which reason) is read in one place, as ``egg explain``
+shows them. Host observations are :class:`HostFacts`, made apart (:func:`observe_host`).
 """
 
 from __future__ import annotations
@@ -24,14 +28,14 @@ from urllib.parse import urlsplit
 
 import attrs
 
+from egg_core import capabilities as caps
 from egg_core import observe, seeds
-from egg_core import sandbox as caps
 from egg_core.config import EggConfig
 from egg_core.converters import to_tuple
-from egg_core.env import ESSENTIAL_VARIABLES, ssh_agent_socket_paths
 from egg_core.pathrules import MODE_RANK, Mode
 from egg_core.pathrules import under as _under
 from egg_core.profiles import AgentProfile, EnvDefault, Grant
+from egg_core.sshagent import ssh_agent_socket_paths
 
 NEED_NONE = "none"
 NEED_LOCAL = "local"
@@ -361,6 +365,10 @@ def relocations(
         base = os.path.join(home, value)  # an absolute value replaces the home
         found.append((prefix, os.path.normpath(os.path.join(base, inside))))
     return found
+
+
+#: variables every sandbox gets from the host (egg_core.env filters everything else out)
+ESSENTIAL_VARIABLES = ("HOME", "PATH", "TERM", "LANG")
 
 
 @attrs.frozen(kw_only=True)

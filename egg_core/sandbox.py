@@ -22,38 +22,46 @@ from egg_core.converters import to_tuple
 if TYPE_CHECKING:
     from egg_core.policy import EffectivePolicy
 
-# Capability names. A policy needs a subset of these; a platform declares the ones it enforces.
-FS_DENY_READ = "fs.deny-read"  # deny: paths are unreadable
-FS_RESTRICT_WRITE = "fs.restrict-write"  # writes only where rw: allows
-FS_JAIL = "fs.jail"  # deny:/ exposes only the listed paths
-NET_NONE = "net.none"  # no network at all
-NET_LOCAL = "net.local"  # only forwarded loopback ports
-NET_FILTERED = "net.filtered"  # only allowlisted domains, enforced for every client
-NET_FULL = "net.full"  # unrestricted network
-SYSCALL_FILTER = "syscall.filter"  # the escape-syscall denylist
-LIMIT_CPU = "limit.cpu"
-LIMIT_MEMORY = "limit.memory"
-LIMIT_PIDS = "limit.pids"
-LIMIT_FDS = "limit.fds"
-ENV_FILTER = "env.filter"  # the process sees only the filtered environment
-
-CAPABILITIES = frozenset(
-    {
-        FS_DENY_READ,
-        FS_RESTRICT_WRITE,
-        FS_JAIL,
-        NET_NONE,
-        NET_LOCAL,
-        NET_FILTERED,
-        NET_FULL,
-        SYSCALL_FILTER,
-        LIMIT_CPU,
-        LIMIT_MEMORY,
-        LIMIT_PIDS,
-        LIMIT_FDS,
-        ENV_FILTER,
-    }
+# Capability names (a policy needs a subset; a platform declares the ones it enforces), kept in
+# egg_core.capabilities so that the policy can name them without the platform contract.
+from egg_core.capabilities import (
+    CAPABILITIES,
+    ENV_FILTER,
+    FS_DENY_READ,
+    FS_JAIL,
+    FS_RESTRICT_WRITE,
+    LIMIT_CPU,
+    LIMIT_FDS,
+    LIMIT_MEMORY,
+    LIMIT_PIDS,
+    NET_FILTERED,
+    NET_FULL,
+    NET_LOCAL,
+    NET_NONE,
+    SYSCALL_FILTER,
 )
+
+__all__ = [
+    "CAPABILITIES",
+    "ENV_FILTER",
+    "FS_DENY_READ",
+    "FS_JAIL",
+    "FS_RESTRICT_WRITE",
+    "LIMIT_CPU",
+    "LIMIT_FDS",
+    "LIMIT_MEMORY",
+    "LIMIT_PIDS",
+    "NET_FILTERED",
+    "NET_FULL",
+    "NET_LOCAL",
+    "NET_NONE",
+    "SYSCALL_FILTER",
+    "Availability",
+    "Check",
+    "Launch",
+    "Platform",
+    "Prepared",
+]
 
 
 @attrs.frozen

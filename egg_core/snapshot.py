@@ -27,6 +27,9 @@ trusts nothing there, and it completes against any shape (the descriptor walking
   does not crash and no later egg command fails because of it.
 
 Standard library only (``os``, ``stat``, ``marshal``): the exec cache's fast path uses it.
+
+Why one module of this size: taking a snapshot and writing it back are one format and one set
+of path checks; apart, each half would have to re-derive what the other assumed.
 """
 
 from __future__ import annotations

@@ -51,7 +51,8 @@ env:
 
 
 def _show(ns: argparse.Namespace, ctx: Context) -> int:
-    from egg_core.config import default_config, discover_config
+    from egg_core.config import default_config
+    from egg_core.config_files import discover_config
     from egg_core.config_yaml import dump_json, dump_yaml, load_config_file
 
     resolved = discover_config(Path.cwd(), ns.config, ctx.environ)
@@ -66,7 +67,7 @@ def _show(ns: argparse.Namespace, ctx: Context) -> int:
 
 
 def _validate(ns: argparse.Namespace, ctx: Context) -> int:
-    from egg_core.config import discover_config
+    from egg_core.config_files import discover_config
 
     discover_config(Path.cwd(), ns.path, ctx.environ)
     print("ok")
@@ -97,7 +98,7 @@ def _init(ns: argparse.Namespace, ctx: Context) -> int:
 def _trust(ns: argparse.Namespace, ctx: Context) -> int:
     """The user has read a config that a sandbox could have written, and accepts it as it is."""
     from egg_core import windows
-    from egg_core.config import discover_config
+    from egg_core.config_files import discover_config
     from egg_core.paths import egg_home
 
     target = Path(ns.path)

@@ -8,6 +8,9 @@ The hot path is only: read the PTY -> write the chunk to each attached client's 
 append it to the replay ring. Nothing on it waits for a client: a client whose transport buffer
 grows past a high-water mark stops receiving live output and is repainted from the ring when it has
 drained (or dropped if it never does). No terminal emulator runs while output flows.
+
+Why one module of this size: the event loop, the PTY and the child's life are one state machine
+(output, exit, drain, finish); start-up is :mod:`.startup`, the client protocol :mod:`.serving`.
 """
 
 from __future__ import annotations

@@ -17,6 +17,9 @@ restore the pen, origin mode and autowrap; ?1049 saves the cursor and clears the
 ?47/?1047 only switch to it. Deliberately not followed: tab stops (HTS/TBC), DECSLRM margins,
 DECSTR, palette and dynamic colours (OSC 4/10-12), hyperlinks (OSC 8), and the saved cursor's
 *position* (only an emulator knows it).
+
+Why one module of this size: one escape-sequence scanner whose states must agree with each
+other; split, the parser's states would be spread over files that each see half a sequence.
 """
 
 from __future__ import annotations

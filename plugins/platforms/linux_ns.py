@@ -18,6 +18,9 @@ What a sandboxed process gets (every claim has a test in tests/linux that attemp
   (:mod:`egg_core.netproxy`) bridged in over Unix sockets.
 The environment is passed as bwrap's own environment, never with ``--setenv`` (which would put
 secrets on a command line that ``/proc`` shows).
+
+Why one module of this size: it is the platform's one object, wiring the pieces under
+``linux/`` (bwrap, seccomp, cgroups, the bridge, placeholders) into a launch and its recipe.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from egg_core.config import discover_config, resolve_config_file
+from egg_core.config_files import discover_config, resolve_config_file
 from egg_core.errors import ConfigError
 
 

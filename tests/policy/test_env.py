@@ -6,7 +6,8 @@ import os
 import socket
 from pathlib import Path
 
-from egg_core.env import build_env, ssh_agent_socket_paths
+from egg_core.env import build_env
+from egg_core.sshagent import ssh_agent_socket_paths
 from tests.policy.conftest import resolve
 
 HOST = {

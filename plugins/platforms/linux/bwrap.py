@@ -12,6 +12,9 @@ the symlink points at (a denied symlink hides its target), a dangling symlink or
 skipped (there is nothing to expose or hide) unless it is a ``deny-write`` path the sandbox could
 create (see :func:`placeholder_paths`: it is bound onto itself, and the launch plants it first),
 and nothing here raises on a strange path.
+
+Why one module of this size: the mount order is one algorithm (two passes around the socket
+table); trust analysis is :mod:`.trust`, host sockets :mod:`.hostsockets`.
 """
 
 from __future__ import annotations
