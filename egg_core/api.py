@@ -25,7 +25,7 @@ from egg_core.errors import (
     UnknownNameError,
     UsageError,
 )
-from egg_core.history import CapturedHistory, HistoryContext, RestoredHistory
+from egg_core.history import HistoryContext, Transcript, Turn
 from egg_core.hookspecs import (
     RegisterAgent,
     RegisterCommand,
@@ -52,7 +52,6 @@ __all__ = [
     "AgentProfile",
     "ArgvRequest",
     "Availability",
-    "CapturedHistory",
     "Check",
     "Command",
     "CommandRegistry",
@@ -76,11 +75,12 @@ __all__ = [
     "RegisterPlatform",
     "RegisterTool",
     "Relocation",
-    "RestoredHistory",
     "SessionInfo",
     "Tool",
     "ToolParam",
     "ToolResult",
+    "Transcript",
+    "Turn",
     "UnknownNameError",
     "UsageError",
     "hookimpl",

@@ -33,7 +33,7 @@ import pluggy
 if TYPE_CHECKING:
     from egg_core.commands import Command, CommandRegistry
     from egg_core.config import EggConfig
-    from egg_core.history import CapturedHistory, HistoryContext, RestoredHistory
+    from egg_core.history import HistoryContext, Transcript, Turn
     from egg_core.profiles import AgentProfile
     from egg_core.sandbox import Platform
     from egg_core.session.info import SessionInfo
@@ -98,27 +98,51 @@ def egg_register_tools(register: RegisterTool, config: EggConfig) -> None:
 
 
 @hookspec(firstresult=True)
-def egg_history_capture(agent: AgentProfile, ctx: HistoryContext) -> CapturedHistory | None:
-    """Copy the agent's native conversation history into the session directory.
+def egg_history_capture(agent: AgentProfile, ctx: HistoryContext) -> Transcript | None:
+    """Say where this session's conversation is: the agent's transcript file on the host.
 
-    Fires while a session runs (periodically) and once after it exits. Implemented by the plugin
-    that knows the agent's on-disk format. ``firstresult``: the first non-None result wins.
+    Asked by the session daemon while the session runs (every few seconds) and once after it
+    ends; the core copies the file (safely: see :mod:`egg_core.history`) into the session
+    directory when it changed. Implemented by the plugin that knows the agent's on-disk format.
+    ``firstresult``: the first non-None answer wins.
 
     :param agent: the profile of the agent the session runs.
-    :param ctx: paths of the session (cwd, home, session dir) and the session's start time.
-    :return: what was captured, or None to decline (not your agent, nothing to capture).
+    :param ctx: the session's directory, home, start time, environment, and the agent's own
+        conversation id when egg knows it (it passed it with ``session_id_flag``, or resumes it).
+    :return: the transcript (the agent's directory, the file under it, the agent's own id), or
+        None to decline (not your agent, or no transcript of this session yet).
     """
 
 
 @hookspec(firstresult=True)
-def egg_history_restore(agent: AgentProfile, ctx: HistoryContext) -> RestoredHistory | None:
-    """Put a captured history back where the agent looks for it, before ``egg run --resume``.
+def egg_history_restore(
+    agent: AgentProfile, ctx: HistoryContext, captured: Transcript
+) -> Transcript | None:
+    """Say where a captured conversation goes back, before ``egg run AGENT --resume``.
 
-    ``firstresult``: the first non-None result wins.
+    The core writes the captured file there (never through a symlink) and starts the agent with
+    its ``resume_flag`` and ``captured.agent_session_id``. ``firstresult``.
 
     :param agent: the profile of the agent being resumed.
-    :param ctx: paths of the session whose ``chat.*`` files are restored.
-    :return: the agent's own session id to pass to its resume flag, or None to decline.
+    :param ctx: the new session (its directory, home and environment: the agent's directory may
+        have moved since the capture).
+    :param captured: where the transcript was when it was captured.
+    :return: where it goes now, or None to decline (not your agent).
+    """
+
+
+@hookspec(firstresult=True)
+def egg_history_render(agent: AgentProfile, data: bytes) -> list[Turn] | None:
+    """Read a captured transcript as turns, for ``egg history show`` and the titles ``egg
+    history`` lists, without running the agent.
+
+    ``data`` is whatever the agent wrote and a sandbox could have shaped: skip what does not
+    parse, never raise on it. ``firstresult``.
+
+    :param agent: the profile of the agent that wrote it.
+    :param data: the captured transcript (possibly only its beginning, for a title).
+    :return: user and assistant turns in order, each tool call as a turn with its name, or
+        None to decline (not your agent).
     """
 
 

@@ -248,6 +248,7 @@ def plan_launch(
     platform: str | None = None,
     skip_permissions: bool = False,
     resume_id: str | None = None,
+    session_id: str | None = None,
     allow_unavailable: bool = False,
 ) -> Plan:
     """Resolve everything needed to start ``command`` (or the agent) in the sandbox.
@@ -309,7 +310,10 @@ def plan_launch(
         argv = [default_shell(resolved.config.shell, environ), *agent_args]
     else:
         argv = profile.build_argv(
-            agent_args, skip_permissions=policy.skip_permissions, resume_id=resume_id
+            agent_args,
+            skip_permissions=policy.skip_permissions,
+            resume_id=resume_id,
+            session_id=session_id,
         )
     return Plan(
         resolved=resolved,

@@ -133,6 +133,9 @@ class AgentProfile:
     #: interactive mode has no flag for it, like opencode's TUI, takes an environment variable)
     skip_permissions_env: tuple[EnvDefault, ...] = attrs.field(default=(), converter=to_tuple)
     session_dir: str | None = None
+    #: why egg keeps no history of this agent's conversations (its format could not be pinned
+    #: down, or it cannot be copied safely); None when its plugin captures them
+    history_declined: str | None = None
     resume_flag: str | None = None
     session_id_flag: str | None = None
     skip_permissions_flag: str | None = None

@@ -23,15 +23,33 @@ def ssh_agent_socket_paths(environ: Mapping[str, str], home: Path) -> list[str]:
     """Live ssh-agent endpoints on this host: the one in SSH_AUTH_SOCK and the usual places.
 
     Only paths that exist are returned (a platform masks each one); the list is sorted so that
-    the same host state always yields the same sandbox.
+    the same host state always yields the same sandbox. The answer is one fact of its own
+    (:func:`live_sockets` is asked again before a cached launch runs): the usual places include
+    ``/tmp``, whose listing changes all the time for reasons that do not matter here.
     """
-    found: set[str] = set()
     sock = environ.get(SSH_AUTH_SOCK)
-    if sock:
-        found.add(os.path.abspath(sock))
-    for pattern in ssh_agent_socket_patterns(environ, home):
-        found.update(observe.glob(pattern))
-    return sorted(p for p in found if observe.lexists(p))
+    arguments = (
+        os.path.abspath(sock) if sock else None,
+        tuple(ssh_agent_socket_patterns(environ, home)),
+    )
+    with observe.unrecorded():
+        found = live_sockets(*arguments)
+    observe.custom(CHECKER, arguments, found)
+    return list(found)
+
+
+#: the exec cache's checker of the fact above
+CHECKER = "egg_core.sshagent:live_sockets"
+
+
+def live_sockets(sock: str | None, patterns: tuple[str, ...]) -> tuple[str, ...]:
+    """The existing paths among ``sock`` and the matches of ``patterns``, sorted."""
+    import glob
+
+    found: set[str] = {sock} if sock else set()
+    for pattern in patterns:
+        found.update(glob.glob(pattern))
+    return tuple(sorted(p for p in found if os.path.lexists(p)))
 
 
 def ssh_agent_socket_patterns(environ: Mapping[str, str], home: Path) -> list[str]:

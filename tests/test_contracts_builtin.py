@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from egg_core.testing import AgentProfileContract, PlatformContract
+from pathlib import Path
+
+from egg_core.testing import AgentProfileContract, HistoryContract, HistorySample, PlatformContract
+from tests.history import samples
 
 
 class TestClaude(AgentProfileContract):
@@ -43,3 +46,24 @@ class TestMacSeatbelt(PlatformContract):
 
 class TestUnsandboxed(PlatformContract):
     plugin = "unsandboxed"
+
+
+class TestClaudeHistory(HistoryContract):
+    plugin = agent = "claude"
+
+    def sample(self, cwd: Path, agent_session_id: str) -> HistorySample:
+        return samples.claude(cwd, agent_session_id)
+
+
+class TestCodexHistory(HistoryContract):
+    plugin = agent = "codex"
+
+    def sample(self, cwd: Path, agent_session_id: str) -> HistorySample:
+        return samples.codex(cwd, agent_session_id)
+
+
+class TestGeminiHistory(HistoryContract):
+    plugin = agent = "gemini"
+
+    def sample(self, cwd: Path, agent_session_id: str) -> HistorySample:
+        return samples.gemini(cwd, agent_session_id)

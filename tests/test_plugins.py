@@ -164,9 +164,10 @@ def _history_plugin(name: str, marker: str) -> str:
         from egg_core.hookspecs import hookimpl
 
         @hookimpl{marker}
-        def egg_history_restore(agent, ctx):
-            from egg_core.history import RestoredHistory
-            return RestoredHistory(agent_session_id={name!r})
+        def egg_history_restore(agent, ctx, captured):
+            from pathlib import Path
+            from egg_core.history import Transcript
+            return Transcript(agent_session_id={name!r}, root=Path("/r"), file="t.jsonl")
         """
     )
 
@@ -184,7 +185,7 @@ def test_third_party_overrides_trylast_builtin_default_in_firstresult_hook(plugi
     )
     names = [r.name for r in pm.reports()]
     assert names == ["override", "default"]
-    result = pm.hook.egg_history_restore(agent=None, ctx=None)
+    result = pm.hook.egg_history_restore(agent=None, ctx=None, captured=None)
     assert result.agent_session_id == "third-party"
 
 
@@ -199,7 +200,10 @@ def test_builtin_registered_last_wins_without_trylast(plugin_dir, egg_home):
             EntryPointRecord("override", "third_party2", "someone-else", "1"),
         ],
     )
-    assert pm.hook.egg_history_restore(agent=None, ctx=None).agent_session_id == "builtin"
+    assert (
+        pm.hook.egg_history_restore(agent=None, ctx=None, captured=None).agent_session_id
+        == "builtin"
+    )
 
 
 def _agent_plugin(agent: str) -> str:
@@ -367,13 +371,13 @@ def test_history_capture_is_firstresult(plugin_dir, egg_home):
             """
             from pathlib import Path
             from egg_core.hookspecs import hookimpl
-            from egg_core.history import CapturedHistory
+            from egg_core.history import Transcript
 
             @hookimpl
             def egg_history_capture(agent, ctx):
                 if agent.name != "mine":
                     return None
-                return CapturedHistory(path=ctx.session_dir / "chat.jsonl.gz", agent_session_id="s1")
+                return Transcript(agent_session_id="s1", root=ctx.home, file="t.jsonl")
             """
         )
     )

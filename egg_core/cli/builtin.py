@@ -88,6 +88,12 @@ def builtin_commands() -> list[Command]:
             run="egg_core.cli.session_list_cmds:rm_sessions",
         ),
         Command(
+            name="history",
+            help="the agents' conversations captured here (show SESSION: one of them, as text)",
+            configure=_configure("egg_core.cli.history_cmd"),
+            run="egg_core.cli.history_cmd:run",
+        ),
+        Command(
             name="replay",
             help="play back a session's audit log",
             configure=_configure("egg_core.cli.session_list_cmds", "configure_replay"),

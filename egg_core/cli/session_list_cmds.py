@@ -79,6 +79,8 @@ def session_table(records: list[Any], ctx: Context) -> str:
             state = "killed" if r.meta["exit_reason"] == "killed by egg kill" else "idle timeout"
         elif code is not None and not r.alive:
             state += f" ({code})"
+        if not r.alive and _resumable(r):
+            state += ", resumable"  # egg run AGENT --resume ID
         rows.append(
             [
                 r.paths.id,
@@ -91,6 +93,14 @@ def session_table(records: list[Any], ctx: Context) -> str:
             ]
         )
     return render_table(["ID", "NAME", "AGENT", "STATE", "CLIENTS", "IDLE", "DIRECTORY"], rows)
+
+
+def _resumable(record: Any) -> bool:
+    """An ended session whose conversation was captured: ``egg run AGENT --resume`` takes it."""
+    from egg_core.history import CHAT_FILE, META_FILE
+
+    directory: Path = record.paths.directory
+    return (directory / CHAT_FILE).is_file() and (directory / META_FILE).is_file()
 
 
 def _live_status(record: Any) -> dict[str, Any]:
@@ -139,7 +149,13 @@ def list_sessions_cmd(ns: argparse.Namespace, ctx: Context) -> int:
     ]
     if ns.json:
         print(
-            json.dumps([{"id": r.paths.id, "state": r.state, **r.meta} for r in records], indent=2)
+            json.dumps(
+                [
+                    {"id": r.paths.id, "state": r.state, **r.meta, "resumable": _resumable(r)}
+                    for r in records
+                ],
+                indent=2,
+            )
         )
         return 0
     if not records:

@@ -73,6 +73,9 @@ class Daemon(SessionStartup, SessionServing):
         self.audit: Any = None
         self.proc: Any = None
         self.prepared: Any = None
+        #: copies the agent's transcript of this conversation into the session directory
+        self.capturer: Any = None
+        self.capture_lock = threading.Lock()
         self.child_pid: int | None = None
         self.done = asyncio.Event()
         #: the end is recorded and the settings restored: a client attaching now gets EXIT
@@ -125,7 +128,11 @@ class Daemon(SessionStartup, SessionServing):
         loop.add_signal_handler(signal.SIGCHLD, self.reap)
         loop.add_signal_handler(signal.SIGTERM, self.terminate_command)
         loop.add_signal_handler(signal.SIGHUP, lambda: None)
-        timers = [asyncio.create_task(self.periodic()), asyncio.create_task(self.watch_git())]
+        timers = [
+            asyncio.create_task(self.periodic()),
+            asyncio.create_task(self.watch_git()),
+            asyncio.create_task(self.watch_history()),
+        ]
         self.reap()
         await self.done.wait()
         loop.remove_reader(self.proc.fd)
@@ -247,6 +254,29 @@ class Daemon(SessionStartup, SessionServing):
             await asyncio.sleep(GIT_WATCH_INTERVAL)
             if (state is not None and changed(state)) or any(map(os.path.lexists, watch)):
                 await loop.run_in_executor(None, self.audit_git)
+
+    async def watch_history(self) -> None:
+        """The conversation, copied while the session runs (in a thread: a 100 MiB transcript
+        must not stall the relay), and only when it changed (a stat otherwise)."""
+        from egg_core.conversations import CAPTURE_INTERVAL
+
+        if self.capturer is None:
+            return
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(CAPTURE_INTERVAL)
+            await loop.run_in_executor(None, self.capture_history)
+
+    def capture_history(self) -> None:
+        """One capture at a time: the watcher's may still run when finish() starts."""
+        if self.capturer is None:
+            return
+        with self.capture_lock:
+            meta = self.capturer.capture()
+        found = meta.get("agent_session_id") if meta else None
+        if found and found != getattr(self, "_recorded_conversation", None):
+            self._recorded_conversation = found
+            update_meta(self.paths, agent_session_id=found)
 
     def audit_git(self) -> None:
         """One audit at a time: the watcher's may still run in its thread when finish() starts."""
@@ -381,6 +411,7 @@ class Daemon(SessionStartup, SessionServing):
         guardlog.record(self.plan.egg_home, snapshot.failures(restored))
         if self.plan is not None:
             self.audit_git()
+        await asyncio.get_running_loop().run_in_executor(None, self.capture_history)
         if self.pm is not None and self.info is not None:
             with contextlib.suppress(Exception):
                 self.pm.hook.egg_session_ended(session=self.info, exit_code=code)

@@ -23,7 +23,10 @@ class RunSpec:
     config_path: str | None = None
     platform: str | None = None
     skip_permissions: bool = False
+    #: the agent's conversation to resume (its own id), restored by egg run before the start
     resume_id: str | None = None
+    #: the id egg chose for a new conversation (an agent with ``session_id_flag``)
+    session_id: str | None = None
     audit: bool = False
     trace: bool = False
     rows: int = 24

@@ -66,6 +66,7 @@ class SessionStartup:
             platform=spec.platform,
             skip_permissions=spec.skip_permissions,
             resume_id=spec.resume_id,
+            session_id=spec.session_id,
         )
         self.plan = plan
         if not plan.policy.clipboard:
@@ -122,7 +123,31 @@ class SessionStartup:
             audit=audit_on,
             settings=[str(s) for s in settings],
         )
+        self.capturer = self.history_capturer(plan)
         self.pm.hook.egg_session_started(session=self.info)
+
+    def history_capturer(self, plan: Any) -> Any:
+        """The conversation capture of an agent session whose plugin keeps history; None for a
+        plain command (``egg run -- CMD``) or an agent it declines."""
+        from egg_core import conversations
+        from egg_core.paths import user_home
+
+        spec = self.spec
+        if not spec.agent or spec.command or not plan.known_agent:
+            return None
+        if conversations.declines(plan.profile):
+            return None
+        ctx = conversations.context(
+            cwd=Path(spec.cwd),
+            home=user_home(os.environ),
+            session_dir=self.paths.directory,
+            environ=os.environ,
+            agent_session_id=spec.session_id or spec.resume_id,
+            started=self.started,
+        )
+        return conversations.Capturer(
+            self.pm, plan.profile, ctx, lambda line: log(self.paths, line)
+        )
 
     def trace(self, prepared: Any) -> None:
         """``--trace``: strace follows the sandbox from outside (ptrace is denied inside)."""

@@ -18,11 +18,18 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["AgentProfileContract", "CliResult", "CliRunner", "PlatformContract"]
+__all__ = [
+    "AgentProfileContract",
+    "CliResult",
+    "CliRunner",
+    "HistoryContract",
+    "HistorySample",
+    "PlatformContract",
+]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("AgentProfileContract", "PlatformContract"):
+    if name in ("AgentProfileContract", "HistoryContract", "HistorySample", "PlatformContract"):
         from egg_core.testing import contracts
 
         return getattr(contracts, name)

@@ -9,9 +9,13 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import time
+import uuid
+from collections.abc import Mapping
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
+import attrs
 import pytest
 
 from egg_core import registry
@@ -21,6 +25,9 @@ from egg_core.plugins import EggPluginManager
 from egg_core.profiles import AgentProfile
 from egg_core.runner import popen_sandbox
 from egg_core.sandbox import CAPABILITIES, Availability, Launch, Platform
+
+if TYPE_CHECKING:
+    from egg_core.history import HistoryContext, Transcript
 
 SECRET = "egg-contract-secret-value-3f9a"
 
@@ -282,3 +289,170 @@ class PlatformContract(_PluginContract):
                 prepared.cleanup()  # idempotent
             assert code == 3, f"{platform.name}: exit code {code}, expected 3"
             assert out.decode().strip() == f"out:{SECRET}", out
+
+
+@attrs.frozen(kw_only=True)
+class HistorySample:
+    """A conversation in the agent's own format, as the agent leaves it in a home."""
+
+    #: home-relative path -> content: the transcript, and whatever the agent keeps beside it to
+    #: know which directory it belongs to (Gemini's ``.project_root``)
+    files: Mapping[str, bytes]
+    #: the home-relative path of the transcript itself
+    transcript: str
+    #: what the user typed first (the title ``egg history`` shows, and the first rendered turn)
+    first_user_message: str
+
+
+class HistoryContract(_PluginContract):
+    """An agent plugin that keeps history: it finds this session's conversation (and not another
+    directory's), puts a capture back where the agent finds it, resumes with the right argv,
+    reads its own format, and neither capture nor restore can be turned against the host with a
+    symlink. Set ``plugin`` and ``agent`` and implement :meth:`sample`."""
+
+    #: the agent (its profile's name) whose history the plugin keeps
+    agent: ClassVar[str] = ""
+
+    def sample(self, cwd: Path, agent_session_id: str) -> HistorySample:
+        """A conversation with this id, held in ``cwd``, in the agent's format."""
+        raise NotImplementedError
+
+    @pytest.fixture
+    def profile(self, egg_plugin_manager: EggPluginManager) -> AgentProfile:
+        self._loaded(egg_plugin_manager)
+        agents = registry.agents(egg_plugin_manager)
+        assert self.agent in agents, f"no agent {self.agent!r} is registered"
+        return agents[self.agent].obj
+
+    @pytest.fixture
+    def layout(self, tmp_path: Path) -> dict[str, Path]:
+        base = tmp_path / "history-contract"
+        found = {name: base / name for name in ("home", "work.dir", "other", "session")}
+        for path in found.values():
+            path.mkdir(mode=0o700, parents=True)
+        return found
+
+    def _plant(self, home: Path, sample: HistorySample) -> Path:
+        for relative, data in sample.files.items():
+            path = home / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        return home / sample.transcript
+
+    def _ctx(self, layout: dict[str, Path], profile: AgentProfile, ident: str) -> HistoryContext:
+        from egg_core.history import HistoryContext
+
+        return HistoryContext(
+            cwd=layout["work.dir"],
+            home=layout["home"],
+            session_dir=layout["session"],
+            started_after=time.time() - 60,
+            agent_session_id=ident if profile.session_id_flag else None,
+            environ={"HOME": str(layout["home"])},
+        )
+
+    def _captured(
+        self, pm: EggPluginManager, profile: AgentProfile, layout: dict[str, Path]
+    ) -> tuple[str, HistorySample, Transcript]:
+        from egg_core.history import capture
+
+        ident, decoy = str(uuid.uuid4()), str(uuid.uuid4())
+        mine = self.sample(layout["work.dir"], ident)
+        self._plant(layout["home"], self.sample(layout["other"], decoy))
+        self._plant(layout["home"], mine)
+        ctx = self._ctx(layout, profile, ident)
+        transcript = pm.hook.egg_history_capture(agent=profile, ctx=ctx)
+        assert transcript is not None, "the plugin found no transcript of this session"
+        capture(transcript, layout["session"])
+        return ident, mine, transcript
+
+    def test_capture_picks_this_sessions_conversation(
+        self, egg_plugin_manager: EggPluginManager, profile: AgentProfile, layout: dict[str, Path]
+    ) -> None:
+        from egg_core.history import read_capture
+
+        ident, mine, transcript = self._captured(egg_plugin_manager, profile, layout)
+        assert transcript.agent_session_id == ident
+        assert read_capture(layout["session"]) == mine.files[mine.transcript]
+
+    def test_restore_puts_it_back_where_the_agent_finds_it(
+        self, egg_plugin_manager: EggPluginManager, profile: AgentProfile, layout: dict[str, Path]
+    ) -> None:
+        from egg_core.history import read_capture, restore
+
+        pm = egg_plugin_manager
+        ident, mine, captured = self._captured(pm, profile, layout)
+        (layout["home"] / mine.transcript).unlink()
+        ctx = self._ctx(layout, profile, ident)
+        target = pm.hook.egg_history_restore(agent=profile, ctx=ctx, captured=captured)
+        assert target is not None and target.agent_session_id == ident
+        restore(read_capture(layout["session"]), target)
+        assert (target.root / target.file).read_bytes() == mine.files[mine.transcript]
+        again = pm.hook.egg_history_capture(
+            agent=profile, ctx=attrs.evolve(ctx, agent_session_id=ident)
+        )
+        assert again is not None and (again.root / again.file) == (target.root / target.file)
+
+    def test_resume_argv_carries_the_agents_own_id(self, profile: AgentProfile) -> None:
+        ident = str(uuid.uuid4())
+        argv = profile.build_argv(["--x"], resume_id=ident)
+        assert profile.resume_flag and ident in argv and argv[-1] == "--x"
+        assert argv.index(ident) > 0
+
+    def test_render_reads_the_conversation(
+        self, egg_plugin_manager: EggPluginManager, profile: AgentProfile, layout: dict[str, Path]
+    ) -> None:
+        from egg_core.history import title_of
+
+        mine = self.sample(layout["work.dir"], str(uuid.uuid4()))
+        data = mine.files[mine.transcript]
+        turns = egg_plugin_manager.hook.egg_history_render(agent=profile, data=data)
+        assert turns, "the plugin renders no turn of its own format"
+        assert title_of(turns) == " ".join(mine.first_user_message.split())[:80]
+        garbage = egg_plugin_manager.hook.egg_history_render(
+            agent=profile, data=b"\x00\xff{not json\n[1,2]\n" + data[: len(data) // 2]
+        )
+        assert isinstance(garbage, list)  # hostile bytes: read what parses, never raise
+
+    def test_a_transcript_replaced_by_a_symlink_is_never_read(
+        self, egg_plugin_manager: EggPluginManager, profile: AgentProfile, layout: dict[str, Path]
+    ) -> None:
+        from egg_core.history import HistoryError, capture
+
+        pm = egg_plugin_manager
+        secret = layout["home"] / "id_ed25519"
+        secret.write_bytes(SECRET.encode())
+        ident = str(uuid.uuid4())
+        mine = self.sample(layout["work.dir"], ident)
+        path = self._plant(layout["home"], mine)
+        path.unlink()
+        path.symlink_to(secret)
+        transcript = pm.hook.egg_history_capture(
+            agent=profile, ctx=self._ctx(layout, profile, ident)
+        )
+        if transcript is not None:
+            with pytest.raises(HistoryError):
+                capture(transcript, layout["session"])
+        for leftover in layout["session"].iterdir():
+            assert SECRET.encode() not in leftover.read_bytes()
+
+    def test_restore_never_writes_below_a_symlinked_directory(
+        self, egg_plugin_manager: EggPluginManager, profile: AgentProfile, layout: dict[str, Path]
+    ) -> None:
+        import shutil
+
+        from egg_core.history import HistoryError, read_capture, restore
+
+        pm = egg_plugin_manager
+        ident, _, captured = self._captured(pm, profile, layout)
+        ctx = self._ctx(layout, profile, ident)
+        target = pm.hook.egg_history_restore(agent=profile, ctx=ctx, captured=captured)
+        assert target is not None
+        directory = (target.root / target.file).parent
+        shutil.rmtree(directory)
+        elsewhere = layout["other"] / "elsewhere"
+        elsewhere.mkdir()
+        directory.symlink_to(elsewhere)
+        with pytest.raises(HistoryError):
+            restore(read_capture(layout["session"]), target)
+        assert list(elsewhere.iterdir()) == []

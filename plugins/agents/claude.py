@@ -22,6 +22,12 @@ Sources checked (stored copies, 2026):
   CLAUDE_CONFIG_DIR moves all of it, .claude.json included, into that directory.
 - flags: --resume, --session-id, --dangerously-skip-permissions (cli-reference); as root the last
   one is refused unless IS_SANDBOX=1 (anthropics/claude-code#3490).
+- history, verified with 2.1.332 against a stand-in model (tests/history/fixtures/claude.jsonl is
+  such a run): ``--session-id ID`` writes ``projects/<slug>/<ID>.jsonl`` under the config dir, the
+  slug being the working directory with every character but letters and digits made ``-``
+  (``/var/tmp/proj.x`` -> ``-var-tmp-proj-x``); ``--resume ID`` appends to that same file. Lines
+  are JSON records: ``user`` / ``assistant`` carry ``message.content`` (a string, or text,
+  ``tool_use`` and ``tool_result`` blocks); ``isMeta`` records are injected context.
 - macOS: credentials in the login Keychain via /usr/bin/security (anthropics/claude-code#29783);
   the XPC variables follow the wingthing egg profile (ehrlich-b/wingthing internal/egg/agents.go).
 - the wingthing profile also lists *.claude.com, sentry.io and statsigapi.net; egg drills only what
@@ -30,6 +36,11 @@ Sources checked (stored copies, 2026):
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
+from egg_core.history import HistoryContext, Transcript, Turn, cut, jsonl_records
 from egg_core.hookspecs import RegisterAgent, hookimpl
 from egg_core.profiles import AgentProfile, EnvDefault, Grant, PlatformGrant, Relocation
 
@@ -169,3 +180,82 @@ PROFILE = AgentProfile(
 @hookimpl
 def egg_register_agents(register: RegisterAgent) -> None:
     register(PROFILE)
+
+
+# -- conversation history (see egg_core.history) ------------------------------------------------
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
+
+
+def project_slug(cwd: Path | str) -> str:
+    """Claude's directory name for a working directory: every non-alphanumeric character -> -."""
+    return re.sub(r"[^A-Za-z0-9]", "-", str(cwd))
+
+
+def _transcript(ctx: HistoryContext, session_id: str | None) -> Transcript | None:
+    if not session_id or not _UUID.fullmatch(session_id):
+        return None
+    root = ctx.agent_path(PROFILE, ".claude")
+    if root is None:
+        return None
+    file = f"projects/{project_slug(ctx.cwd)}/{session_id}.jsonl"
+    return Transcript(agent_session_id=session_id, root=root, file=file)
+
+
+@hookimpl
+def egg_history_capture(agent: AgentProfile, ctx: HistoryContext) -> Transcript | None:
+    if agent.name != PROFILE.name:
+        return None
+    return _transcript(ctx, ctx.agent_session_id)  # egg chose it: --session-id
+
+
+@hookimpl
+def egg_history_restore(
+    agent: AgentProfile, ctx: HistoryContext, captured: Transcript
+) -> Transcript | None:
+    if agent.name != PROFILE.name:
+        return None
+    return _transcript(ctx, captured.agent_session_id)
+
+
+@hookimpl
+def egg_history_render(agent: AgentProfile, data: bytes) -> list[Turn] | None:
+    if agent.name != PROFILE.name:
+        return None
+    turns: list[Turn] = []
+    for record in jsonl_records(data):
+        kind = record.get("type")
+        message = record.get("message")
+        if (
+            kind not in ("user", "assistant")
+            or record.get("isMeta")
+            or not isinstance(message, dict)
+        ):
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            turns.append(Turn(role=kind, text=content))
+            continue
+        for block in content if isinstance(content, list) else ():
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text" and isinstance(block.get("text"), str):
+                turns.append(Turn(role=kind, text=block["text"]))
+            elif block.get("type") == "tool_use":
+                summary = json.dumps(block.get("input", {}), ensure_ascii=False)
+                turns.append(Turn(role="tool", tool=str(block.get("name", "?")), text=cut(summary)))
+            elif block.get("type") == "tool_result":
+                turns.append(Turn(role="tool", text=cut(_result_text(block.get("content")))))
+    return turns
+
+
+def _result_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(b.get("text", ""))
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text"
+        )
+    return ""

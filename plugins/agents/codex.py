@@ -18,10 +18,29 @@ Sources checked (stored copies, 2026):
   (the binary reads it only in its network-proxy code); the endpoint comes from config.toml —
   ``openai_base_url`` or a ``model_providers`` entry with ``model_provider``. So no variable
   routes Codex's API, and egg derives no provider hole from one. CODEX_HOME is honoured.
+- history, verified with 0.171 against a stand-in model (tests/history/fixtures/codex.jsonl is
+  such a run): no flag chooses the id; the rollout is ``sessions/YYYY/MM/DD/rollout-<local
+  time>-<id>.jsonl`` under CODEX_HOME, its first line ``session_meta`` with ``payload.id``,
+  ``payload.cwd`` and ``payload.timestamp``; ``codex resume <id>`` (and ``codex exec resume``)
+  appends to that same file. ``response_item`` records carry the messages (``developer`` and
+  ``<environment_context>`` ones are injected context) and the function calls.
 """
 
 from __future__ import annotations
 
+import datetime
+import json
+import re
+
+from egg_core.history import (
+    HistoryContext,
+    Transcript,
+    Turn,
+    cut,
+    jsonl_records,
+    list_names,
+    read_head,
+)
 from egg_core.hookspecs import RegisterAgent, hookimpl
 from egg_core.profiles import AgentProfile, ArgvRequest, Grant, PlatformGrant, Relocation
 
@@ -123,3 +142,124 @@ PROFILE = AgentProfile(
 @hookimpl
 def egg_register_agents(register: RegisterAgent) -> None:
     register(PROFILE)
+
+
+# -- conversation history (see egg_core.history) ------------------------------------------------
+
+_ROLLOUT = re.compile(r"rollout-.*-([0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})\.jsonl")
+#: a session_meta line holds Codex's whole base instructions: read this much for it
+_META_BYTES = 256 * 1024
+#: clocks: a rollout's own timestamp may be this much before the session's recorded start
+_SLACK = 5.0
+
+
+def _days(since: float) -> list[str]:
+    """``YYYY/MM/DD`` from the day ``since`` falls on (local time and UTC) to today."""
+    days = []
+    start = datetime.date.fromtimestamp(since) - datetime.timedelta(days=1)
+    today = datetime.date.today() + datetime.timedelta(days=1)
+    while start <= today:
+        days.append(start.strftime("%Y/%m/%d"))
+        start += datetime.timedelta(days=1)
+    return days
+
+
+def _meta(root: object, file: str) -> dict[str, object]:
+    head = read_head(root, file, _META_BYTES)  # type: ignore[arg-type]
+    if not head:
+        return {}
+    try:
+        record = json.loads(head.split(b"\n", 1)[0])
+    except ValueError:
+        return {}
+    payload = record.get("payload") if isinstance(record, dict) else None
+    if record.get("type") != "session_meta" or not isinstance(payload, dict):
+        return {}
+    return payload
+
+
+def _when(payload: dict[str, object]) -> float:
+    try:
+        stamp = str(payload.get("timestamp", "")).replace("Z", "+00:00")
+        return datetime.datetime.fromisoformat(stamp).timestamp()
+    except ValueError:
+        return 0.0
+
+
+@hookimpl
+def egg_history_capture(agent: AgentProfile, ctx: HistoryContext) -> Transcript | None:
+    """The rollout of this session: the one with the id egg learnt, or else the newest written
+    since the session started whose ``session_meta`` names the session's directory (another
+    project's rollout written at the same moment is not ours)."""
+    if agent.name != PROFILE.name:
+        return None
+    root = ctx.agent_path(PROFILE, ".codex")
+    if root is None:
+        return None
+    best: tuple[float, Transcript] | None = None
+    for day in _days(ctx.started_after):
+        for name, mtime in list_names(root, f"sessions/{day}"):
+            match = _ROLLOUT.fullmatch(name)
+            if match is None:
+                continue
+            file = f"sessions/{day}/{name}"
+            if ctx.agent_session_id:
+                if match.group(1) == ctx.agent_session_id:
+                    return Transcript(agent_session_id=match.group(1), root=root, file=file)
+                continue
+            if mtime < ctx.started_after:
+                continue
+            payload = _meta(root, file)
+            if payload.get("cwd") != str(ctx.cwd) or payload.get("id") != match.group(1):
+                continue
+            when = _when(payload)
+            if when < ctx.started_after - _SLACK:
+                continue
+            found = Transcript(agent_session_id=match.group(1), root=root, file=file)
+            if best is None or when > best[0]:
+                best = (when, found)
+    return best[1] if best else None
+
+
+@hookimpl
+def egg_history_restore(
+    agent: AgentProfile, ctx: HistoryContext, captured: Transcript
+) -> Transcript | None:
+    """Back where it was under CODEX_HOME (``codex resume`` finds a rollout by its id)."""
+    if agent.name != PROFILE.name or not _ROLLOUT.fullmatch(captured.file.rsplit("/", 1)[-1]):
+        return None
+    root = ctx.agent_path(PROFILE, ".codex")
+    if root is None:
+        return None
+    return Transcript(agent_session_id=captured.agent_session_id, root=root, file=captured.file)
+
+
+@hookimpl
+def egg_history_render(agent: AgentProfile, data: bytes) -> list[Turn] | None:
+    if agent.name != PROFILE.name:
+        return None
+    turns: list[Turn] = []
+    for record in jsonl_records(data):
+        payload = record.get("payload")
+        if record.get("type") != "response_item" or not isinstance(payload, dict):
+            continue
+        kind = payload.get("type")
+        if kind == "message" and payload.get("role") in ("user", "assistant"):
+            for block in payload.get("content") or ():
+                text = block.get("text") if isinstance(block, dict) else None
+                if not isinstance(text, str) or (
+                    payload["role"] == "user" and text.lstrip().startswith("<")
+                ):
+                    continue  # <environment_context>, <user_instructions>: injected context
+                turns.append(Turn(role=str(payload["role"]), text=text))
+        elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
+            arguments = payload.get("arguments") or payload.get("input") or payload.get("action")
+            text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+            name = str(payload.get("name") or ("shell" if kind == "local_shell_call" else "?"))
+            turns.append(Turn(role="tool", tool=name, text=cut(text)))
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            output = payload.get("output")
+            if isinstance(output, dict):
+                output = output.get("content", "")
+            turns.append(Turn(role="tool", text=cut(str(output or ""))))
+    return turns

@@ -49,6 +49,10 @@ PROFILE = AgentProfile(
     ],
     session_dir=".cursor/chats",
     resume_flag="--resume",
+    history_declined=(
+        "cursor-agent's transcript format is not published and its CLI is not open source: "
+        "egg cannot pin it down (~/.cursor/chats holds it)"
+    ),
     skip_permissions_flag="--force",
 )
 

@@ -21,10 +21,30 @@ Sources checked (stored copies, 2026):
 - settings.json may have comments (every load strips them) and ``$VAR`` values; project hooks
   run after a warning (~/.gemini/trusted_hooks.json only silences it).
 - GEMINI_FORCE_FILE_STORAGE keeps tokens in files rather than a keychain (gemini-cli PR #6347).
+- history, verified with 0.61 against a stand-in model (tests/history/fixtures/gemini.jsonl is
+  such a run): ``--session-id UUID`` starts a conversation with that id, ``--resume UUID``
+  appends to it. The file is ``tmp/<project>/chats/session-<YYYY-MM-DDTHH-MM>-<id[:8]>.jsonl``
+  under ~/.gemini, ``<project>`` a short name (``projects.json`` maps directories to them; the
+  directory's ``.project_root`` holds the path it stands for). The first line holds
+  ``sessionId``; then ``{"$set": {...}}`` records change the session's fields (``messages``
+  among them) and plain records append a message (``type`` ``user`` or ``gemini``, ``content``
+  a string or text parts, ``toolCalls`` with names).
 """
 
 from __future__ import annotations
 
+import json
+import re
+
+from egg_core.history import (
+    HistoryContext,
+    Transcript,
+    Turn,
+    cut,
+    jsonl_records,
+    list_names,
+    read_head,
+)
 from egg_core.hookspecs import RegisterAgent, hookimpl
 from egg_core.profiles import AgentProfile, EnvDefault, Grant
 
@@ -94,6 +114,7 @@ PROFILE = AgentProfile(
     provider_url_vars=["GOOGLE_GEMINI_BASE_URL"],
     session_dir=".gemini/tmp",
     resume_flag="--resume",
+    session_id_flag="--session-id",
     skip_permissions_flag="--approval-mode=yolo",
 )
 
@@ -101,3 +122,91 @@ PROFILE = AgentProfile(
 @hookimpl
 def egg_register_agents(register: RegisterAgent) -> None:
     register(PROFILE)
+
+
+# -- conversation history (see egg_core.history) ------------------------------------------------
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
+_SESSION_FILE = re.compile(r"session-[0-9T:-]+-([0-9a-fA-F]{8})\.jsonl?")
+
+
+def _find(ctx: HistoryContext, session_id: str) -> Transcript | None:
+    """The chat file of ``session_id`` in the project directory that stands for ctx.cwd."""
+    root = ctx.agent_path(PROFILE, ".gemini")
+    if root is None or not _UUID.fullmatch(session_id):
+        return None
+    for project, _ in list_names(root, "tmp"):
+        if (read_head(root, f"tmp/{project}/.project_root", 4096) or b"").decode(
+            "utf-8", "replace"
+        ).strip() != str(ctx.cwd):
+            continue
+        for name, _ in list_names(root, f"tmp/{project}/chats"):
+            match = _SESSION_FILE.fullmatch(name)
+            if match is None or match.group(1) != session_id[:8]:
+                continue
+            file = f"tmp/{project}/chats/{name}"
+            first = (read_head(root, file, 64 * 1024) or b"").split(b"\n", 1)[0]
+            try:
+                if json.loads(first).get("sessionId") == session_id:
+                    return Transcript(agent_session_id=session_id, root=root, file=file)
+            except (ValueError, AttributeError):
+                continue
+    return None
+
+
+@hookimpl
+def egg_history_capture(agent: AgentProfile, ctx: HistoryContext) -> Transcript | None:
+    if agent.name != PROFILE.name or not ctx.agent_session_id:
+        return None
+    return _find(ctx, ctx.agent_session_id)
+
+
+@hookimpl
+def egg_history_restore(
+    agent: AgentProfile, ctx: HistoryContext, captured: Transcript
+) -> Transcript | None:
+    """Where Gemini keeps this directory's chats now, or back where it was."""
+    if agent.name != PROFILE.name or not _UUID.fullmatch(captured.agent_session_id):
+        return None
+    root = ctx.agent_path(PROFILE, ".gemini")
+    if root is None:
+        return None
+    name = captured.file.rsplit("/", 1)[-1]
+    for project, _ in list_names(root, "tmp"):
+        marker = read_head(root, f"tmp/{project}/.project_root", 4096) or b""
+        if marker.decode("utf-8", "replace").strip() == str(ctx.cwd):
+            file = f"tmp/{project}/chats/{name}"
+            return Transcript(agent_session_id=captured.agent_session_id, root=root, file=file)
+    return Transcript(agent_session_id=captured.agent_session_id, root=root, file=captured.file)
+
+
+@hookimpl
+def egg_history_render(agent: AgentProfile, data: bytes) -> list[Turn] | None:
+    if agent.name != PROFILE.name:
+        return None
+    messages: list[dict[str, object]] = []
+    for record in jsonl_records(data):
+        update = record.get("$set")
+        if isinstance(update, dict):
+            if isinstance(update.get("messages"), list):
+                messages = [m for m in update["messages"] if isinstance(m, dict)]
+        elif record.get("type") in ("user", "gemini"):
+            messages = [m for m in messages if m.get("id") != record.get("id")] + [record]
+    turns: list[Turn] = []
+    for message in messages:
+        role = "user" if message.get("type") == "user" else "assistant"
+        content = message.get("content")
+        parts = [content] if isinstance(content, str) else content
+        for part in parts if isinstance(parts, list) else ():
+            text = part.get("text") if isinstance(part, dict) else part
+            if not isinstance(text, str) or not text.strip():
+                continue
+            if role == "user" and text.lstrip().startswith("<"):
+                continue  # <session_context>: what Gemini injects, not what the user typed
+            turns.append(Turn(role=role, text=text))
+        calls = message.get("toolCalls")
+        for call in calls if isinstance(calls, list) else ():
+            if isinstance(call, dict):
+                args = json.dumps(call.get("args", {}), ensure_ascii=False)
+                turns.append(Turn(role="tool", tool=str(call.get("name", "?")), text=cut(args)))
+    return turns

@@ -140,6 +140,12 @@ PROFILE = AgentProfile(
     ],
     session_dir=".local/share/opencode",
     resume_flag="--session",
+    history_declined=(
+        "opencode 1.18 keeps every project's conversations in one SQLite database "
+        "(~/.local/share/opencode/opencode.db: session, message and part tables); copying one "
+        "conversation out of it and back means reading and writing the live database the sandbox "
+        "can write, which egg does not do"
+    ),
 )
 
 

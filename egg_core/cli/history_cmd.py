@@ -1,0 +1,135 @@
+"""``egg history [--all] [--json]`` and ``egg history show SESSION [--json]``: the conversations
+the sessions captured (see :mod:`egg_core.conversations`), listed and read without the agent."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from egg_core.cli.context import Context
+from egg_core.errors import UsageError
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "words",
+        nargs="*",
+        metavar="show SESSION",
+        help="read one conversation (a session id, id prefix or name)",
+    )
+    p.add_argument("--all", action="store_true", help="every directory, not only this one")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def run(ns: argparse.Namespace, ctx: Context) -> int:
+    words = list(ns.words)
+    if not words:
+        return _list(ns, ctx)
+    if words[0] != "show":
+        raise UsageError(f"unknown history command {words[0]!r} (egg history [show SESSION])")
+    if len(words) != 2:
+        raise UsageError("egg history show takes one SESSION (egg history lists them)")
+    return _show(words[1], ns, ctx)
+
+
+def _egg_home(ctx: Context) -> Any:
+    from egg_core.paths import egg_home
+
+    return egg_home(ctx.environ)
+
+
+def _list(ns: argparse.Namespace, ctx: Context) -> int:
+    from egg_core import conversations, registry
+
+    found = conversations.conversations(_egg_home(ctx), None if ns.all else os.getcwd())
+    if ns.json:
+        print(json.dumps([c.to_json() for c in found], indent=2))
+        return 0
+    if found:
+        from egg_core.cli.table import render_table
+
+        rows = [
+            [
+                c.session,
+                c.agent,
+                c.agent_session_id,
+                *([c.directory] if ns.all else []),
+                _when(c.started),
+                _when(c.ended),
+                _size(c.size),
+                c.title or "-",
+            ]
+            for c in found
+        ]
+        headers = ["SESSION", "AGENT", "AGENT SESSION"]
+        headers += ["DIRECTORY"] if ns.all else []
+        headers += ["STARTED", "ENDED", "SIZE", "TITLE"]
+        print(render_table(headers, rows))
+    else:
+        where = "" if ns.all else " in this directory (egg history --all: every directory)"
+        print(f"no captured conversation{where}", file=sys.stderr)
+    _say_declined(ctx, registry)
+    return 0
+
+
+def _say_declined(ctx: Context, registry: Any) -> None:
+    """Sessions here of an agent whose plugin keeps no history: say why, once per agent."""
+    from egg_core import conversations
+    from egg_core.session.store import list_sessions
+
+    agents = registry.agents(ctx.pm)
+    said = set()
+    for record in list_sessions(_egg_home(ctx)):
+        name = record.meta.get("agent")
+        if name in said or name not in agents or record.meta.get("cwd") != os.getcwd():
+            continue
+        why = conversations.declines(agents[name].obj)
+        if why and agents[name].obj.binary:
+            said.add(name)
+            print(f"egg: {name}: conversations are not captured: {why}", file=sys.stderr)
+
+
+def _show(ident: str, ns: argparse.Namespace, ctx: Context) -> int:
+    from egg_core import conversations, history, registry
+    from egg_core.profiles import unknown_agent_profile
+
+    conversation = conversations.find_conversation(_egg_home(ctx), ident)
+    agents = registry.agents(ctx.pm)
+    profile = (
+        agents[conversation.agent].obj
+        if conversation.agent in agents
+        else unknown_agent_profile(conversation.agent)
+    )
+    turns = conversations.render(ctx.pm, profile, history.read_capture(conversation.session_dir))
+    if ns.json:
+        print(json.dumps([t.to_json() for t in turns], indent=2, ensure_ascii=False))
+        return 0
+    c = conversation
+    print(f"# {c.agent} conversation {c.agent_session_id} (egg session {c.session})")
+    if not turns:
+        print(f"(no plugin reads {conversation.agent}'s transcripts)", file=sys.stderr)
+    for turn in turns:
+        if turn.role == "tool":
+            line = f"  [{turn.tool}] " if turn.tool else "  [output] "
+            print(line + " ".join(turn.text.split())[:200])
+        else:
+            print(f"\n{turn.role}:\n{turn.text.rstrip()}")
+    return 0
+
+
+def _when(stamp: Any) -> str:
+    if not isinstance(stamp, int | float):
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(stamp))
+
+
+def _size(size: int) -> str:
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KiB"
+    return f"{size / 1024 / 1024:.1f} MiB"
