@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from egg_core.commands import Command, CommandRegistry
     from egg_core.config import EggConfig
     from egg_core.history import HistoryContext, Transcript, Turn
+    from egg_core.netproxy import NetworkTransport
     from egg_core.profiles import AgentProfile
     from egg_core.sandbox import Platform
     from egg_core.session.info import SessionInfo
@@ -143,6 +144,22 @@ def egg_history_render(agent: AgentProfile, data: bytes) -> list[Turn] | None:
     :param data: the captured transcript (possibly only its beginning, for a title).
     :return: user and assistant turns in order, each tool call as a turn with its name, or
         None to decline (not your agent).
+    """
+
+
+# --- the network ---------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def egg_network_transport() -> NetworkTransport | None:
+    """Replace how the filtering proxy resolves names and opens connections.
+
+    The proxy still decides every request (allowlist, address checks, logging); this only says
+    where a name resolves and how the allowed connection is made: a resolver of one's own, a
+    corporate relay, or the test harness's loopback seam (:mod:`egg_core.testing.network`).
+    ``firstresult``: the first non-None answer wins.
+
+    :return: the resolver and connector to use, or None to decline (the system's are used).
     """
 
 

@@ -21,6 +21,7 @@ from egg_core.errors import EggError
 from egg_core.paths import egg_home, user_home
 from egg_core.plugins import EggPluginManager
 from egg_core.policy import (
+    NEED_FILTERED,
     EffectivePolicy,
     launcher_paths,
     protected_paths,
@@ -55,6 +56,8 @@ class Plan:
     settings_keys: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
     #: agent code directories no mount could hold, checked after the run
     code_watch: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
+    #: a plugin's resolver and connector for the filtering proxy (egg_network_transport)
+    network_transport: Any = attrs.field(default=None, eq=False)
 
     def launch(
         self,
@@ -81,6 +84,7 @@ class Plan:
             shared_dir=shared_dir,
             home_layer=home_layer,
             home_staged=tuple(os.path.basename(p) for p in home_staged),
+            network_transport=self.network_transport,
         )
 
     def stage_home_files(self, work_dir: Path) -> tuple[Path | None, dict[str, str]]:
@@ -330,6 +334,9 @@ def plan_launch(
         settings=settings,
         settings_keys=keys,
         code_watch=watch,
+        network_transport=(
+            pm.hook.egg_network_transport() if policy.network_need == NEED_FILTERED else None
+        ),
     )
 
 

@@ -29,9 +29,11 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+
+import attrs
 
 from egg_core.loopback import LOOPBACK_NAMES, is_loopback, parse_address
 from egg_core.netrules import Decision, NetworkRules
@@ -39,7 +41,6 @@ from egg_core.netrules import Decision, NetworkRules
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 Connector = Callable[[str, int], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
-TEST_SEAM_ENV = "EGG_TEST_NETWORK"
 MAX_HEAD = 64 * 1024
 #: connections one sandbox may hold open through its proxy and forwards at once. Each costs the
 #: host process (the session daemon) one or two descriptors: without a bound a sandbox opening
@@ -311,39 +312,13 @@ async def _open_connection(
     return await asyncio.open_connection(host, port)
 
 
-def test_network_seam(environ: Mapping[str, str]) -> dict[str, Any]:
-    """The test seam, from ``EGG_TEST_NETWORK=name=ADDRESS@127.0.0.1:PORT,...``.
+@attrs.frozen
+class NetworkTransport:
+    """How the proxy resolves a name and opens a connection, when a plugin replaces the system's
+    (``egg_network_transport``): the test harness's loopback seam, a resolver of one's own."""
 
-    ``name`` resolves to ADDRESS (a public-looking address, so the address checks run as in
-    production), and a connection to ADDRESS is made to the loopback PORT instead: tests exercise
-    the allow path without any traffic leaving the machine. Targets must be loopback.
-    """
-    raw = environ.get(TEST_SEAM_ENV)
-    if not raw:
-        return {}
-    names: dict[str, str] = {}
-    targets: dict[str, tuple[str, int]] = {}
-    for item in raw.split(","):
-        name, _, rest = item.partition("=")
-        address, _, target = rest.partition("@")
-        host, _, port = target.rpartition(":")
-        if not (name and address and host and port.isdigit()):
-            continue
-        if not is_loopback(host):
-            continue
-        names[name.lower()] = address
-        targets[address] = (host, int(port))
-
-    async def resolve(host: str, port: int) -> list[str]:
-        if host.lower() in names:
-            return [names[host.lower()]]
-        raise OSError(f"{TEST_SEAM_ENV} does not know {host}")
-
-    async def connect(host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        target_host, target_port = targets.get(host, (host, port))
-        return await asyncio.open_connection(target_host, target_port)
-
-    return {"resolver": resolve, "connector": connect}
+    resolver: Resolver
+    connector: Connector
 
 
 def _split_host_port(text: str, default: int) -> tuple[str, int | None]:

@@ -95,6 +95,9 @@ class Launch:
     home_layer: Path | None = None
     #: the names at the top of the home staged in the layer (not bound from the host)
     home_staged: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
+    #: how the platform's filtering proxy resolves and connects, when a plugin replaces the
+    #: system's (``egg_network_transport``; a ``egg_core.netproxy.NetworkTransport``)
+    network_transport: Any = attrs.field(default=None, eq=False)
 
 
 @attrs.define

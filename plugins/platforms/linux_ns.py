@@ -409,7 +409,6 @@ class LinuxNamespaces(Platform):
             DecisionLog,
             FilteringProxy,
             ProxyThread,
-            test_network_seam,
         )
         from egg_core.netrules import NetworkRules
 
@@ -436,7 +435,13 @@ class LinuxNamespaces(Platform):
         rules = NetworkRules(
             domains=policy.domains, local_ports=policy.local_ports, mode=policy.mode
         )
-        proxy = FilteringProxy(rules, log, **test_network_seam(os.environ))
+        transport = launch.network_transport
+        proxy = FilteringProxy(
+            rules,
+            log,
+            resolver=transport.resolver if transport else None,
+            connector=transport.connector if transport else None,
+        )
         thread = ProxyThread(proxy, proxy_sock or net_dir / "proxy.sock", port_sockets)
         thread.start()
         prepared.add_cleanup(thread.stop)

@@ -192,7 +192,7 @@ class MacSeatbelt(Platform):
             port = None
             if uses_proxy(policy):
                 log = launch.network_log or launch.work_dir / "network.log"
-                port = host.start_proxy(policy, log, prepared, dict(os.environ))
+                port = host.start_proxy(policy, log, prepared, launch.network_transport)
             profile = self.profile(launch, port)
             _check_compiles(profile)
             prepared.argv = [SANDBOX_EXEC, "-p", profile, *launch.argv]

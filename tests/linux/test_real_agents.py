@@ -17,6 +17,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -275,3 +276,102 @@ def test_opencode(box: Box, model: ModelServer, agent_bin: Path) -> None:
     with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
         (parts,) = db.execute("SELECT count(*) FROM part WHERE data LIKE ?", (f"%{ANSWER}%",))
     assert parts[0] >= 1
+
+
+# -- conversations: captured from a real run, wiped, put back, resumed by the real agent
+
+
+def run_session(
+    box: Box, model: ModelServer, agent_bin: Path, *args: str, env: dict[str, str]
+) -> str:
+    """``egg run --detach ARGS`` as the box user, waited until it ended; the session id."""
+    path = f"{agent_bin}:/usr/local/bin:/usr/bin:/bin"
+    result = box.run("run", "--detach", *args, env={"PATH": path, **env}, timeout=60)
+    assert result.returncode == 0, result.stderr
+    session = result.stdout.strip()
+    meta = box.egg_home / "sessions" / session / "egg.meta"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        state = json.loads(meta.read_text()).get("state") if meta.exists() else None
+        if state in ("exited", "failed", "crashed"):
+            break
+        time.sleep(0.2)
+    data = json.loads(meta.read_text())
+    assert data.get("state") == "exited" and data.get("exit_code") == 0, (
+        data,
+        (box.egg_home / "sessions" / session / "egg.log").read_text(),
+    )
+    return session
+
+
+RESUMABLE = {
+    "claude": (
+        ["-p", "first question"],
+        ["-p", "second question"],
+        lambda url: {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-ant-egg-test"},
+        ".claude/projects",
+    ),
+    "codex": (
+        ["exec", "--skip-git-repo-check", "first question"],
+        None,  # codex resume ID is its interactive TUI; codex exec resume ID is what -p would be
+        lambda url: {},
+        ".codex/sessions",
+    ),
+    "gemini": (
+        ["--skip-trust", "-p", "first question"],
+        ["--skip-trust", "-p", "second question"],
+        lambda url: {"GEMINI_API_KEY": "egg-test-key", "GOOGLE_GEMINI_BASE_URL": url},
+        ".gemini/tmp",
+    ),
+}
+
+
+@pytest.mark.parametrize("agent", sorted(RESUMABLE))
+def test_a_real_conversation_is_captured_and_resumed_after_its_files_are_gone(
+    box: Box, model: ModelServer, agent_bin: Path, agent: str
+) -> None:
+    first, second, keys, state_dir = RESUMABLE[agent]
+    box.config({"network": {"local_ports": [model.port]}})
+    if agent == "codex":
+        box.write(".codex/config.toml", CODEX_CONFIG.format(url=model.url), 0o600)
+    if agent == "gemini":
+        box.write(".gemini/settings.json", json.dumps(GEMINI_SETTINGS), 0o600)
+    session = run_session(box, model, agent_bin, agent, *first, env=keys(model.url))
+    listed = box.run("history", "--json")
+    assert listed.returncode == 0, listed.stderr
+    [entry] = json.loads(listed.stdout)
+    assert entry["session"] == session and entry["title"] == "first question", entry
+    shown = box.run("history", "show", session)
+    assert "first question" in shown.stdout and ANSWER in shown.stdout, shown.stdout
+    for transcript in (box.home / state_dir).rglob("*.jsonl"):
+        transcript.unlink()  # the agent's own copy is gone: only egg's capture is left
+    if second is None:
+        # codex: the restore and the resume argv, as far as a non-interactive run goes
+        again = run_session(box, model, agent_bin, "codex", "--resume", "--help", env={})
+        spec = json.loads((box.egg_home / "sessions" / again / "spec.json").read_text())
+        assert spec["resume_id"] == entry["agent_session_id"]
+        assert list((box.home / state_dir).rglob(f"*{entry['agent_session_id']}.jsonl"))
+        requests_before = len(model.bodies)
+        path = f"{agent_bin}:/usr/local/bin:/usr/bin:/bin"
+        resumed_run = box.exec(
+            str(agent_bin / "codex"),
+            *[
+                "exec",
+                "--skip-git-repo-check",
+                "resume",
+                entry["agent_session_id"],
+                "second question",
+            ],
+            options=["--agent", "codex"],
+            env={"PATH": path},
+            timeout=180,
+        )
+        assert resumed_run.returncode == 0, resumed_run.stderr
+        resumed = json.dumps(model.bodies[requests_before:])
+        assert "first question" in resumed and "second question" in resumed
+        return
+    requests_before = len(model.bodies)
+    run_session(box, model, agent_bin, agent, "--resume", *second, env=keys(model.url))
+    resumed = json.dumps(model.bodies[requests_before:])
+    # the real agent loaded the restored transcript: the earlier turn goes to the model again
+    assert "first question" in resumed and "second question" in resumed

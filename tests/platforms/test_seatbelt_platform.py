@@ -252,14 +252,17 @@ def _finish(sock: socket.socket) -> None:
             pass
 
 
-def test_filtered_network_runs_the_proxy_on_loopback(tmp_path, on_macos, echo_server, monkeypatch):
-    monkeypatch.setenv("EGG_TEST_NETWORK", f"allowed.example=93.184.216.34@127.0.0.1:{echo_server}")
+def test_filtered_network_runs_the_proxy_on_loopback(tmp_path, on_macos, echo_server):
+    from egg_core.testing.network import transport
+
     launch = launch_for(
         tmp_path,
         "shell-default",
         network_need="https-filtered",
         domains=("allowed.example",),
     )
+    seam = transport(f"allowed.example=93.184.216.34@127.0.0.1:{echo_server}")
+    launch = attrs.evolve(launch, network_transport=seam)
     prepared = MacSeatbelt().prepare(launch)
     url = prepared.env["HTTPS_PROXY"]
     assert url.startswith("http://127.0.0.1:")

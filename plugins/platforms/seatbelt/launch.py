@@ -13,6 +13,7 @@ import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -103,7 +104,7 @@ def cpu_exit_reason(code: int) -> str | None:
 
 
 def start_proxy(
-    policy: EffectivePolicy, network_log: Path, prepared: Prepared, environ: dict[str, str]
+    policy: EffectivePolicy, network_log: Path, prepared: Prepared, transport: Any = None
 ) -> int:
     """Start the filtering proxy on 127.0.0.1 (a free port); point the proxy variables at it.
 
@@ -115,12 +116,16 @@ def start_proxy(
         DecisionLog,
         FilteringProxy,
         ProxyThread,
-        test_network_seam,
     )
     from egg_core.netrules import NetworkRules
 
     rules = NetworkRules(domains=policy.domains, local_ports=policy.local_ports, mode=policy.mode)
-    proxy = FilteringProxy(rules, DecisionLog(network_log), **test_network_seam(environ))
+    proxy = FilteringProxy(
+        rules,
+        DecisionLog(network_log),
+        resolver=transport.resolver if transport else None,
+        connector=transport.connector if transport else None,
+    )
     thread = ProxyThread(proxy, None, {}, tcp=("127.0.0.1", 0))
     prepared.add_cleanup(thread.stop)
     thread.start()

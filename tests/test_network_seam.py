@@ -1,0 +1,48 @@
+"""The loopback network seam belongs to the test harness: a plugin (``test-network``,
+egg_core.testing.network) supplies it through ``egg_network_transport``; no production module
+reads ``EGG_TEST_NETWORK``, and without the plugin the variable does nothing."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from egg_core.netproxy import NetworkTransport
+from egg_core.plugins import get_plugin_manager
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_plugin_supplies_the_seam_only_when_the_variable_is_set(monkeypatch, egg_home):
+    environ = {"EGG_HOME": str(egg_home)}
+    monkeypatch.delenv("EGG_TEST_NETWORK", raising=False)
+    assert get_plugin_manager(environ=environ).hook.egg_network_transport() is None
+    monkeypatch.setenv("EGG_TEST_NETWORK", "api.example.com=93.184.216.34@127.0.0.1:9")
+    found = get_plugin_manager(environ=environ).hook.egg_network_transport()
+    assert isinstance(found, NetworkTransport)
+    assert asyncio.run(found.resolver("API.example.com", 443)) == ["93.184.216.34"]
+    disabled = get_plugin_manager(environ={**environ, "EGG_DISABLE_PLUGINS": "test-network"})
+    assert disabled.hook.egg_network_transport() is None
+
+
+def test_targets_that_are_not_loopback_are_ignored():
+    from egg_core.testing.network import transport
+
+    seam = transport("a.example=93.184.216.34@10.0.0.1:80,b.example=93.184.216.35@127.0.0.1:81")
+    assert asyncio.run(seam.resolver("b.example", 81)) == ["93.184.216.35"]
+    try:
+        asyncio.run(seam.resolver("a.example", 80))
+    except OSError as exc:
+        assert "does not know a.example" in str(exc)
+    else:
+        raise AssertionError("a non-loopback target was accepted")
+
+
+def test_no_production_module_reads_the_variable():
+    production = [*(ROOT / "egg_core").rglob("*.py"), *(ROOT / "plugins").rglob("*.py")]
+    readers = [
+        str(p.relative_to(ROOT))
+        for p in production
+        if "EGG_TEST_NETWORK" in p.read_text() and "testing" not in p.parts
+    ]
+    assert readers == []
