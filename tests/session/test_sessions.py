@@ -353,7 +353,7 @@ FAKE_CLAUDE = """#!/bin/sh
 mkdir -p "$HOME/.claude"
 printf '{"hooks": {"Stop": "evil"}}' > "$HOME/.claude/settings.json"
 echo agent-wrote-settings
-if [ "$1" = "--linger" ]; then sleep 600; fi
+case " $* " in *" --linger "*) sleep 600 ;; esac
 """
 
 
