@@ -348,7 +348,7 @@ def _network(r: _Reader, node: yaml.Node) -> NetworkConfig:
             node,
             "network",
             f"expected none, '*', a list of domains or a mapping, got {value!r} "
-            f"(for one domain write [{value}])",
+            f"(for one domain write [{value if value.isprintable() else repr(value)}])",
         )
     if isinstance(node, yaml.SequenceNode):
         domains = _domains(r, node, "network")

@@ -258,6 +258,9 @@ def capture(transcript: Transcript, session_dir: Path, title: str | None = None)
 def _copy_gzip(fd: int, session_dir: Path, size: int) -> bytes:
     """Gzip what ``fd`` holds into ``session_dir/chat.jsonl.gz`` (temp, fsync, rename); the
     first :data:`TITLE_BYTES` bytes are returned."""
+    for stale in session_dir.glob(f".{CHAT_FILE}.*"):  # a capture a SIGKILL cut short
+        with contextlib.suppress(OSError):
+            stale.unlink()
     tmp = session_dir / f".{CHAT_FILE}.{os.getpid()}.{os.urandom(4).hex()}"
     out = os.open(tmp, _CREATE, 0o600)
     head = b""

@@ -189,7 +189,8 @@ def realpath(path: str) -> str:
     path = os.fspath(path)
     if _active is None:
         return os.path.realpath(path)
-    return _resolve(os.path.abspath(path))
+    # joined, not abspath()'d: ``link/..`` must go through the link, as the kernel does
+    return _resolve(path if path.startswith("/") else os.path.join(os.getcwd(), path))
 
 
 def _resolve(path: str) -> str:

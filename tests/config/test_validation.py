@@ -123,3 +123,10 @@ def test_oversized_file(tmp_path):
     big.write_bytes(b"# " + b"x" * (2 << 20))
     with pytest.raises(ConfigError, match="larger than"):
         load_config_file(big)
+
+
+def test_a_network_value_with_a_newline_is_still_one_line():
+    """Found by the property tests: the hint quoted the value raw."""
+    with pytest.raises(ConfigError) as caught:
+        load_config_string('network: "0\\n0"\n')
+    assert "\n" not in str(caught.value) and "for one domain write" in str(caught.value)

@@ -157,3 +157,28 @@ def test_list_names_and_read_head_do_not_follow_symlinks(tmp_path: Path):
     assert history.list_names(root, "link") == []
     assert history.read_head(root, "link/secret", 100) is None
     assert history.read_head(root, "real/f", 2) == b"da"
+
+
+def test_a_capture_that_dies_midway_leaves_the_previous_one_whole(
+    transcript: Transcript, tmp_path: Path, monkeypatch
+):
+    session = tmp_path / "session"
+    history.write_meta(session, history.capture(transcript, session))
+    before = history.read_capture(session)
+    with open(transcript.root / transcript.file, "ab") as grow:
+        grow.write(b'{"more": true}\n' * 1000)
+    real_read = os.read
+    calls = {"n": 0}
+
+    def dying_read(fd: int, size: int) -> bytes:
+        calls["n"] += 1
+        if calls["n"] > 1:
+            raise KeyboardInterrupt  # the daemon killed between two chunks
+        return real_read(fd, min(size, 64))
+
+    monkeypatch.setattr(os, "read", dying_read)
+    with pytest.raises(KeyboardInterrupt):
+        history.capture(transcript, session)
+    monkeypatch.setattr(os, "read", real_read)
+    assert history.read_capture(session) == before
+    assert sorted(p.name for p in session.iterdir()) == [history.CHAT_FILE, history.META_FILE]
