@@ -161,6 +161,8 @@ class EggConfig:
     persistence_guards: bool = True
     #: threat N: let the program write the user's clipboard through the terminal (OSC 52)
     clipboard: bool = False
+    #: the privileged host tools (egg_core.tools) the sandbox may call, by name; none by default
+    tools: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
     #: top-level keys present in the source file, for emitting what was written
     present: frozenset[str] = attrs.field(default=frozenset(), eq=False, repr=False)
     source: str = attrs.field(default="", eq=False, repr=False)
@@ -252,7 +254,7 @@ def merge_configs(parent: EggConfig, child: EggConfig, home: Path | None = None)
     of that same normalized path (and a child ``rw:`` also drops a parent ``deny-write:``).
     network and env: unions, ``*`` wins. resources: per field, the child's value if set. shell:
     the child's if set. dangerously_skip_permissions, audit, trace: OR. agent_settings: per
-    key, the child wins. persistence_guards, clipboard: the child's if it sets it.
+    key, the child wins. persistence_guards, clipboard: the child's if it sets it. tools: union.
     """
     home = home or user_home()
     child_paths = {r.normalized(home): r.mode for r in child.fs if r.mode in ("ro", "rw")}
@@ -294,6 +296,7 @@ def merge_configs(parent: EggConfig, child: EggConfig, home: Path | None = None)
             else parent.persistence_guards
         ),
         clipboard=child.clipboard if "clipboard" in child.present else parent.clipboard,
+        tools=_union(parent.tools, child.tools),
         present=(parent.present | child.present) - {"base"},
         source=child.source,
     )

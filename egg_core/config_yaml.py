@@ -54,6 +54,7 @@ TOP_LEVEL_KEYS = (
     "agent_settings",
     "persistence_guards",
     "clipboard",
+    "tools",
 )
 BASE_KEYS = ("name", "fs", "network", "env")
 NETWORK_KEYS = ("domains", "local_ports", "mode", "log", "agent_domains")
@@ -212,19 +213,25 @@ def load_config_file(path: str | Path) -> EggConfig:
 
 def load_config_bytes(data: bytes, source: str = "<string>") -> EggConfig:
     """Decode (UTF-8, optional BOM) and parse; undecodable input is a ConfigError."""
+    return load_config_string(decode(data, source), source)
+
+
+def decode(data: bytes, source: str) -> str:
+    """UTF-8 (a BOM allowed); anything else is a ConfigError naming the offset."""
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ConfigError(
             f"{source}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
         ) from exc
-    return load_config_string(text, source)
 
 
-def load_config_string(text: str, source: str = "<string>") -> EggConfig:
-    """Parse egg.yaml text. ``source`` names the file in error messages."""
+def compose(text: str, source: str) -> yaml.Node | None:
+    """The YAML document's node tree (None for an empty document); a syntax error is a
+    ConfigError naming the line. For egg.yaml and the other files egg reads the same way (tool
+    definitions: :mod:`egg_plugins.tools.yaml_tools`), with :class:`Reader`."""
     try:
-        node = yaml.compose(text, Loader=_LOADER)
+        return yaml.compose(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f":{mark.line + 1}" if mark is not None else ""
@@ -235,12 +242,21 @@ def load_config_string(text: str, source: str = "<string>") -> EggConfig:
         raise ConfigError(f"{source}: YAML error: {message}") from exc
     except RecursionError as exc:
         raise ConfigError(f"{source}: YAML nested too deeply") from exc
+
+
+def load_config_string(text: str, source: str = "<string>") -> EggConfig:
+    """Parse egg.yaml text. ``source`` names the file in error messages."""
+    node = compose(text, source)
     if node is None:
         return EggConfig(source=source)
     try:
         return _build(_Reader(source), node, source)
     except RecursionError as exc:
         raise ConfigError(f"{source}: YAML nested too deeply") from exc
+
+
+#: the node reader egg.yaml is parsed with (file, line, key in every error; did-you-mean)
+Reader = _Reader
 
 
 def _build(r: _Reader, node: yaml.Node, source: str) -> EggConfig:
@@ -260,9 +276,31 @@ def _build(r: _Reader, node: yaml.Node, source: str) -> EggConfig:
         "agent_settings": lambda n: _agent_settings(r, n),
         "persistence_guards": lambda n: r.boolean(n, "persistence_guards"),
         "clipboard": lambda n: r.boolean(n, "clipboard"),
+        "tools": lambda n: _tools(r, n),
     }
     values = {name: parsers[name](value) for name, value in keys.items()}
     return EggConfig(**values, present=frozenset(keys), source=source)
+
+
+#: a tool's name: what the agent runs inside (a shim of that name on PATH) and MCP lists
+TOOL_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+
+
+def _tools(r: _Reader, node: yaml.Node) -> tuple[str, ...]:
+    """``tools: [name, ...]``: the host tools this sandbox may call."""
+    if r.is_null(node):
+        return ()
+    names = []
+    for item in r.sequence(node, "tools"):
+        name = r.string(item, "tools")
+        if not TOOL_NAME.fullmatch(name):
+            raise r.fail(
+                item,
+                "tools",
+                f"bad tool name {name!r} (lowercase letters, digits, '.', '_', '-'; at most 64)",
+            )
+        names.append(name)
+    return tuple(dict.fromkeys(names))
 
 
 def _base(r: _Reader, node: yaml.Node) -> BaseRef | None:
@@ -497,6 +535,8 @@ def to_data(config: EggConfig, *, everything: bool = False) -> dict[str, Any]:
             }
         elif key == "agent_settings":
             data[key] = dict(value)
+        elif key == "tools":
+            data[key] = list(value)
         else:
             data[key] = value
     return data
@@ -541,6 +581,7 @@ def to_json_data(config: EggConfig) -> dict[str, Any]:
         "agent_settings": dict(config.agent_settings),
         "persistence_guards": config.persistence_guards,
         "clipboard": config.clipboard,
+        "tools": list(config.tools),
     }
 
 

@@ -26,6 +26,7 @@ agents, platforms or tools), history (around a session), session lifecycle, and 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pluggy
@@ -82,15 +83,25 @@ def egg_register_platforms(register: RegisterPlatform) -> None:
 
 
 @hookspec
-def egg_register_tools(register: RegisterTool, config: EggConfig) -> None:
-    """Register privileged host tools that a sandboxed agent may call through ``egg tool-call``.
+def egg_register_tools(
+    register: RegisterTool,
+    config: EggConfig,
+    egg_home: Path,
+    report: Callable[[str, str], None],
+) -> None:
+    """Register privileged host tools that a sandbox may call (``egg tool-call``, the shims on
+    its PATH, ``egg mcp``).
 
-    Fires when a session starts its tool socket or the MCP server starts. The built-in tools
-    plugin registers the shell ``run:`` tools from ``$EGG_HOME/tools/*.yaml``; any plugin may add
-    Python-callable tools.
+    Fires whenever egg needs the list: a launch whose egg.yaml enables tools, ``egg tools``,
+    ``egg mcp``, and again on a call when the tools directory changed. The built-in
+    ``yaml-tools`` plugin registers the shell ``run:`` tools of ``$EGG_HOME/tools/*.yaml``; any
+    plugin may add Python-callable tools. Two tools of one name are an error naming both.
 
     :param register: callback taking one :class:`~egg_core.tools.Tool`.
-    :param config: the resolved egg.yaml of the session, for tools that depend on it.
+    :param config: the resolved egg.yaml of the launch (the default config for ``egg tools``).
+    :param egg_home: egg's own directory (``$EGG_HOME``), where tool files live.
+    :param report: callback ``(source, problem)`` for a definition that cannot be loaded; it is
+        listed by ``egg tools`` and stops only a launch that enables that tool.
     :return: nothing; the return value is ignored.
     """
 

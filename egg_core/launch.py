@@ -69,13 +69,23 @@ class Plan:
         extra_env: Mapping[str, str] | None = None,
         home_layer: Path | None = None,
         home_staged: Sequence[str] = (),
+        tools_dir: Path | None = None,
     ) -> Launch:
         """What the platform gets to start this plan (explain previews it, exec and the session
-        daemon prepare it)."""
+        daemon prepare it). With ``tools_dir`` (a running tool socket, egg_core.toolserver) the
+        command finds the socket in EGG_TOOL_SOCKET and the tools' shims first on PATH."""
+        env = {**self.env, **(extra_env or {})}
+        if tools_dir is not None:
+            from egg_core.toolclient import SOCKET_ENV
+            from egg_core.toolserver import BIN, SOCKET
+
+            inside = self.selection.platform.tools_path(tools_dir)
+            env[SOCKET_ENV] = f"{inside}/{SOCKET}"
+            env["PATH"] = f"{inside}/{BIN}:{env.get('PATH') or os.defpath}"
         return Launch(
             policy=self.policy,
             argv=self.argv,
-            env={**self.env, **(extra_env or {})},
+            env=env,
             cwd=self.cwd,
             work_dir=work_dir,
             egg_home=self.egg_home,
@@ -85,6 +95,7 @@ class Plan:
             home_layer=home_layer,
             home_staged=tuple(os.path.basename(p) for p in home_staged),
             network_transport=self.network_transport,
+            tools_dir=tools_dir,
         )
 
     def stage_home_files(self, work_dir: Path) -> tuple[Path | None, dict[str, str]]:
@@ -369,8 +380,13 @@ def _session_markers() -> frozenset[str]:
     return SESSION_MARKERS
 
 
-def find_command(argv0: str, env: Mapping[str, str], cwd: Path) -> str | None:
-    """Where ``argv0`` would be found with the sandbox's PATH; None if nowhere."""
+def find_command(
+    argv0: str, env: Mapping[str, str], cwd: Path, tools: Sequence[str] = ()
+) -> str | None:
+    """Where ``argv0`` would be found with the sandbox's PATH; None if nowhere. An enabled
+    tool's shim (or ``egg-tool-call``) is found inside, first on PATH, when ``tools`` is set."""
+    if tools and argv0 in (*tools, "egg-tool-call"):
+        return argv0
     if "/" in argv0:
         path = argv0 if os.path.isabs(argv0) else str(cwd / argv0)
         return path if observe.exists(path) else None

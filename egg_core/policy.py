@@ -132,6 +132,8 @@ class EffectivePolicy:
     persistence_guards: bool = True
     #: sessions pass the program's clipboard writes (OSC 52) to the terminal
     clipboard: bool = False
+    #: the host tools the sandbox may call (egg_core.tools), by name
+    tools: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
     #: the agent's files at the top of $HOME it replaces atomically (see egg_core.homefiles)
     home_files: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
     #: (home-relative prefix, absolute path) for each of the agent's relocations in force
@@ -588,6 +590,7 @@ def resolve_policy(
         requires_sandbox=requires_sandbox(config, agent),
         persistence_guards=config.persistence_guards,
         clipboard=config.clipboard,
+        tools=config.tools,
         home_files=tuple(home_files),
         relocated=tuple(relocated),
         drilled=drilled,

@@ -16,10 +16,9 @@ from egg_core.errors import PluginError, UnknownNameError
 from egg_core.plugins import EggPluginManager
 from egg_core.profiles import AgentProfile
 from egg_core.sandbox import Platform
-from egg_core.tools import Tool
 
 if TYPE_CHECKING:
-    from egg_core.config import EggConfig
+    pass
 
 T = TypeVar("T")
 
@@ -101,11 +100,6 @@ def platforms(pm: EggPluginManager) -> dict[str, Registered[Platform]]:
         Platform,  # type: ignore[type-abstract]
         lambda p: p.name,
     )
-
-
-def tools(pm: EggPluginManager, config: EggConfig) -> dict[str, Registered[Tool]]:
-    """Every registered host tool by name, for a session running ``config``."""
-    return _collect(pm, "egg_register_tools", "tool", Tool, lambda t: t.name, config=config)
 
 
 def get_platform(pm: EggPluginManager, name: str) -> Platform:

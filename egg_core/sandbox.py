@@ -95,6 +95,10 @@ class Launch:
     home_layer: Path | None = None
     #: the names at the top of the home staged in the layer (not bound from the host)
     home_staged: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
+    #: the run's tool socket directory (egg_core.toolserver) when egg.yaml enables tools: the
+    #: platform shows it inside read-only, names its socket in EGG_TOOL_SOCKET and puts its
+    #: ``bin/`` first on PATH (:meth:`Platform.tools_path`)
+    tools_dir: Path | None = None
     #: how the platform's filtering proxy resolves and connects, when a plugin replaces the
     #: system's (``egg_network_transport``; a ``egg_core.netproxy.NetworkTransport``)
     network_transport: Any = attrs.field(default=None, eq=False)
@@ -249,6 +253,12 @@ class Platform(abc.ABC):
 
     def shared_path(self, host_dir: Path) -> str:
         """Where ``Launch.shared_dir`` appears to the command (the host path if not remapped)."""
+        return str(host_dir)
+
+    def tools_path(self, host_dir: Path) -> str:
+        """Where ``Launch.tools_dir`` appears to the command (the host path if not remapped).
+        The core names ``<it>/tool.sock`` in EGG_TOOL_SOCKET and puts ``<it>/bin`` first on
+        PATH; a platform that remaps it must show it there read-only."""
         return str(host_dir)
 
     def describe(self, launch: Launch) -> dict[str, Any]:

@@ -15,7 +15,7 @@ def test_example_plugin_is_listed_by_egg_plugins(egg_cli):
     assert reports["example"]["distribution"] == "egg-agent-example"
     assert reports["example"]["builtin"] is False
     assert reports["example"]["status"] == "loaded"
-    assert reports["example"]["hooks"] == ["egg_register_agents"]
+    assert reports["example"]["hooks"] == ["egg_register_agents", "egg_register_tools"]
 
 
 def test_example_plugin_passes_its_own_contract_test():

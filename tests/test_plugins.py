@@ -358,10 +358,11 @@ def test_tools_are_registered_with_the_config(plugin_dir, egg_home):
         entry_points=[EntryPointRecord("tools", "tool_plugin", "t", "1")],
     )
     from egg_core.config import EggConfig
+    from egg_core.tools import collect
 
-    assert registry.tools(pm, EggConfig()) == {}
-    found = registry.tools(pm, EggConfig(audit=True))
-    assert found["deploy"].plugin == "tools" and found["deploy"].obj.run == "make deploy"
+    assert "deploy" not in collect(pm, EggConfig(), egg_home).tools
+    found = collect(pm, EggConfig(audit=True), egg_home).tools
+    assert found["deploy"].source == "plugin tools" and found["deploy"].run == "make deploy"
 
 
 def test_history_capture_is_firstresult(plugin_dir, egg_home):

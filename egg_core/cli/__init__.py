@@ -18,6 +18,11 @@ if TYPE_CHECKING:  # collections.abc and typing cost egg exec's fast path millis
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     env = os.environ if environ is None else environ
+    if args[:1] == ["tool-call"]:
+        # inside a sandbox, on every tool call: the client alone, no CLI
+        from egg_core import toolclient
+
+        return toolclient.main(args[1:])
     if args[:1] == ["exec"] and "--debug" not in args and env.get("EGG_DEBUG") != "1":
         from egg_core.execcache import try_run
 

@@ -13,6 +13,18 @@ def _plugins_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON list of objects")
 
 
+def _tool_call_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("words", nargs=argparse.REMAINDER, metavar="NAME [ARGS] | --list [--json]")
+
+
+def tool_call(ns: argparse.Namespace, ctx: object) -> int:
+    """``egg tool-call``: usually answered on the fast path before the CLI loads (cli/__init__);
+    this is the same client, for ``egg --debug tool-call``."""
+    from egg_core import toolclient
+
+    return toolclient.main(list(ns.words))
+
+
 def _configure(
     module: str, function: str = "configure"
 ) -> Callable[[argparse.ArgumentParser], None]:
@@ -98,6 +110,18 @@ def builtin_commands() -> list[Command]:
             help="play back a session's audit log",
             configure=_configure("egg_core.cli.session_list_cmds", "configure_replay"),
             run="egg_core.cli.session_list_cmds:replay_session",
+        ),
+        Command(
+            name="tools",
+            help="the host tools a sandbox may be given (egg.yaml tools:), where each is defined",
+            configure=_configure("egg_core.cli.tools_cmd"),
+            run="egg_core.cli.tools_cmd:run",
+        ),
+        Command(
+            name="tool-call",
+            help="inside a sandbox: call a host tool it may use (--list: which)",
+            configure=_tool_call_args,
+            run="egg_core.cli.builtin:tool_call",
         ),
         Command(
             name="doctor",

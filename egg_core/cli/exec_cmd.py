@@ -49,8 +49,11 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
 
 
 def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
-    from egg_core import observe, rundirs, snapshot, windows
+    import contextlib
+
+    from egg_core import observe, rundirs, snapshot, toolserver, windows
     from egg_core.launch import audit_after_run, find_command, plan_launch
+    from egg_core.toolrunner import Caller
 
     cwd = Path(os.getcwd())
     plan = plan_launch(
@@ -67,10 +70,11 @@ def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
             f"egg: unknown agent {plan.profile.name!r}: running with no agent holes",
             file=sys.stderr,
         )
-    found = find_command(command[0], plan.env, cwd)
+    found = find_command(command[0], plan.env, cwd, plan.policy.tools)
     if found is None:
         raise EggError(f"{command[0]}: command not found", exit_code=127)
-    if not observe.access(found, os.X_OK) or observe.isdir(found):
+    shim = found == command[0] and "/" not in found
+    if not shim and (not observe.access(found, os.X_OK) or observe.isdir(found)):
         raise EggError(f"{command[0]}: permission denied", exit_code=126)
     # In $EGG_HOME (hidden from every sandbox), not in /tmp: a directory the sandbox sees would
     # change under the exec cache's feet. It holds the settings snapshot, restored by the next
@@ -78,15 +82,25 @@ def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
     plan.make_agent_dirs()
     work_dir = Path(rundirs.create(str(plan.egg_home)))
     settings = plan.settings_files()
+    stack = contextlib.ExitStack()
     try:
         layer, staged = plan.stage_home_files(work_dir)
         snapshot.take(str(work_dir / "settings"), settings, plan.settings_keys, staged)
+        tools = toolserver.serve(
+            ctx.pm,
+            plan,
+            work_dir / "tools",
+            Caller(session=f"exec-{os.getpid()}", agent=ns.agent or "", workspace=str(cwd)),
+        )
+        if tools is not None:
+            stack.callback(tools.stop)
         launch = plan.launch(
             work_dir=work_dir,
             tty=ns.tty,
             network_log=Path(ns.network_log).absolute() if ns.network_log else None,
             home_layer=layer,
             home_staged=list(staged),
+            tools_dir=tools.directory if tools else None,
         )
         window = windows.open_window(str(plan.egg_home), *plan.write_window())
         try:
@@ -96,6 +110,7 @@ def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
             for line in audit_after_run(plan):
                 print(f"egg: {line}", file=sys.stderr)
     finally:
+        stack.close()
         rundirs.finish(str(work_dir), str(plan.egg_home))
 
 

@@ -96,6 +96,7 @@ def explain_data(ns: argparse.Namespace, ctx: Context) -> dict[str, Any]:
             "max_fds": policy.max_fds,
             "max_pids": policy.max_pids,
         },
+        "tools": _tools(ctx, plan),
         "drilled": [h.to_json() for h in policy.drilled],
         "derived": [h.to_json() for h in policy.derived],
         "suppressed": [h.to_json() for h in policy.suppressed],
@@ -103,11 +104,35 @@ def explain_data(ns: argparse.Namespace, ctx: Context) -> dict[str, Any]:
     }
 
 
+def _tools(ctx: Context, plan: Any) -> list[dict[str, Any]]:
+    """The host tools egg.yaml enables, with where each is defined (or why it cannot be had)."""
+    names = list(plan.policy.tools)
+    if not names:
+        return []
+    from egg_core.tools import collect
+
+    found = collect(ctx.pm, plan.resolved.config, plan.egg_home)
+    tools, problems = found.enabled(names)
+    listed = [
+        {"name": n, "source": t.source, "description": t.description} for n, t in tools.items()
+    ]
+    return listed + [{"name": None, "error": problem} for problem in problems]
+
+
 def _holes(title: str, holes: list[dict[str, str]]) -> list[str]:
     if not holes:
         return [f"{title}: none"]
     rows = [[h["kind"], h["value"], h["agent"], h["reason"]] for h in holes]
     return [f"{title}:", render_table(["KIND", "VALUE", "AGENT", "REASON"], rows)]
+
+
+def _tools_line(tools: list[dict[str, Any]]) -> str:
+    if not tools:
+        return "none (egg.yaml tools: [NAME, ...] lets the sandbox call host tools)"
+    return "; ".join(
+        f"{t['name']} ({t['source']})" if t.get("name") else f"UNAVAILABLE: {t['error']}"
+        for t in tools
+    )
 
 
 def _persistence_line(data: dict[str, Any]) -> str:
@@ -166,6 +191,7 @@ def render_human(data: dict[str, Any]) -> str:
                     else "clipboard writes (OSC 52) dropped (clipboard: true allows them)",
                 ],
                 ["env", ", ".join(data["env"]) + "  (names only)"],
+                ["tools", _tools_line(data["tools"])],
             ],
         ).split("\n", 1)[1],
         "",

@@ -172,7 +172,7 @@ def run_session(ns: argparse.Namespace, ctx: Context) -> int:
         resume_id=resume_id,
         session_id=session_id,
     )
-    found = find_command(plan.argv[0], plan.env, cwd)
+    found = find_command(plan.argv[0], plan.env, cwd, plan.policy.tools)
     if not plan.known_agent:
         if found is None:
             raise unknown_agent(plan.profile.name, ctx)

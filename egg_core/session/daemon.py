@@ -75,6 +75,8 @@ class Daemon(SessionStartup, SessionServing):
         self.prepared: Any = None
         #: copies the agent's transcript of this conversation into the session directory
         self.capturer: Any = None
+        #: the tool socket (egg_core.toolserver) when egg.yaml enables tools
+        self.tool_server: Any = None
         self.capture_lock = threading.Lock()
         self.child_pid: int | None = None
         self.done = asyncio.Event()
@@ -400,6 +402,8 @@ class Daemon(SessionStartup, SessionServing):
         code = self.exit_code if self.exit_code is not None else 1
         if self.audit is not None:
             self.audit.close()
+        if self.tool_server is not None:
+            self.tool_server.stop()
         if self.window is not None:
             from egg_core import windows
 

@@ -77,6 +77,11 @@ class SessionStartup:
         layer, staged = plan.stage_home_files(self.paths.directory)
         snapshot.take(str(self.paths.settings), settings, plan.settings_keys, staged)
         self.paths.shared.mkdir(mode=0o700, exist_ok=True)
+        from egg_core import toolserver
+        from egg_core.toolrunner import Caller
+
+        caller = Caller(session=self.paths.id, agent=spec.agent or "", workspace=spec.cwd)
+        self.tool_server = toolserver.serve(self.pm, plan, self.paths.directory / "tools", caller)
         launch = plan.launch(
             work_dir=self.paths.directory,
             tty=True,
@@ -85,6 +90,7 @@ class SessionStartup:
             extra_env=self.browser_env(plan),
             home_layer=layer,
             home_staged=list(staged),
+            tools_dir=self.tool_server.directory if self.tool_server else None,
         )
         platform = plan.selection.platform
         self.launch = launch

@@ -146,6 +146,9 @@ class LinuxNamespaces(Platform):
     def shared_path(self, host_dir: Path) -> str:
         return bw.SHARED_DIR_INSIDE
 
+    def tools_path(self, host_dir: Path) -> str:
+        return bw.TOOLS_DIR_INSIDE
+
     def diagnose(self) -> list[Check]:
         from .linux.doctor import diagnose
 
@@ -218,7 +221,8 @@ class LinuxNamespaces(Platform):
             seccomp_fd=3,
             status_fd=4,
             net_dir=str(launch.work_dir / "net") if listens else None,
-            extra_ro=bw.python_paths() if listens else (),
+            extra_ro=bw.python_paths() if listens or launch.tools_dir else (),
+            tools_dir=str(launch.tools_dir) if launch.tools_dir else None,
             shared_dir=str(launch.shared_dir) if launch.shared_dir else None,
             cache_root=str(launch.egg_home),
         )
@@ -279,7 +283,8 @@ class LinuxNamespaces(Platform):
             seccomp_fd=seccomp_fd,
             status_fd=status_write,
             net_dir=str(net_dir) if net_dir else None,
-            extra_ro=bw.python_paths() if listens else (),
+            extra_ro=bw.python_paths() if listens or launch.tools_dir else (),
+            tools_dir=str(launch.tools_dir) if launch.tools_dir else None,
             shared_dir=str(launch.shared_dir) if launch.shared_dir else None,
             cache_root=str(launch.egg_home),
             home_layer=str(launch.home_layer) if launch.home_layer else None,
@@ -334,7 +339,7 @@ class LinuxNamespaces(Platform):
         prepared.add_cleanup(status.close)
         prepared.set_exit_code_reader(status.exit_code)
         prepared.set_child_pid_reader(status.child_pid)
-        if not sockets and not uses_cgroups:
+        if not sockets and not uses_cgroups and not launch.tools_dir:
             self._offer_recipe(launch, prepared, seccomp_fd, status_write, placeholders, volatile)
         # Planted right before the spawn (bwrap binds each onto itself, so it must exist then),
         # not before: what egg exec caches must see the host without them.

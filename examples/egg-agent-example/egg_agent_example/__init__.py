@@ -1,10 +1,23 @@
-"""An example third-party egg plugin: registers the ``example`` agent.
+"""An example third-party egg plugin: registers the ``example`` agent and one host tool.
 
 Copy this package to start your own agent plugin. The profile is data: the holes the agent needs,
-each with a reason that ``egg explain`` shows to the person reviewing the sandbox.
+each with a reason that ``egg explain`` shows to the person reviewing the sandbox. The tool is a
+Python function the sandbox may call (``egg tool-call example-words a b``) once egg.yaml says
+``tools: [example-words]``.
 """
 
-from egg_core.api import AgentProfile, Grant, RegisterAgent, hookimpl
+from collections.abc import Mapping, Sequence
+
+from egg_core.api import (
+    AgentProfile,
+    Grant,
+    RegisterAgent,
+    RegisterTool,
+    Tool,
+    ToolParam,
+    ToolResult,
+    hookimpl,
+)
 
 PROFILE = AgentProfile(
     name="example",
@@ -24,3 +37,21 @@ PROFILE = AgentProfile(
 @hookimpl
 def egg_register_agents(register: RegisterAgent) -> None:
     register(PROFILE)
+
+
+def count_words(args: Sequence[str], env: Mapping[str, str]) -> ToolResult:
+    """How many words the arguments hold, and who asked (egg sets EGG_SESSION and EGG_TOOL)."""
+    words = sum(len(arg.split()) for arg in args)
+    return ToolResult(stdout=f"{words} words (asked by {env.get('EGG_SESSION', '?')})\n")
+
+
+@hookimpl
+def egg_register_tools(register: RegisterTool) -> None:
+    register(
+        Tool(
+            name="example-words",
+            description="count the words of its arguments, on the host",
+            func=count_words,
+            params=[ToolParam(name="text", description="words to count", required=True)],
+        )
+    )

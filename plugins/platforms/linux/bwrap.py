@@ -65,6 +65,8 @@ SANDBOX_HOSTNAME = "egg"
 NET_DIR_INSIDE = "/run/egg-net"
 #: where the session's shared directory (the browser-open outbox) appears inside
 SHARED_DIR_INSIDE = "/run/egg-session"
+#: where the run's tool socket directory (egg_core.toolserver) appears inside, read-only
+TOOLS_DIR_INSIDE = "/run/egg-tools"
 #: host trees every sandbox gets a tmpfs over (/run holds the host's control sockets)
 TMPFS_ROOTS = ("/tmp", "/var/tmp", "/run")
 
@@ -86,6 +88,7 @@ class BwrapRequest:
     net_dir: str | None = None  # host dir holding the proxy/port sockets, bound at NET_DIR_INSIDE
     extra_ro: Sequence[str] = ()  # host paths the launch itself needs (the bridge's Python)
     shared_dir: str | None = None  # host dir the command may write, bound at SHARED_DIR_INSIDE
+    tools_dir: str | None = None  # the tool socket's dir, bound read-only at TOOLS_DIR_INSIDE
     #: where ``cache:`` rules get their sandbox-only directories ($EGG_HOME: see
     #: egg_core.policy.sandbox_cache_dir); None: such rules mount nothing (the path stays as the
     #: root mount has it, read-only)
@@ -307,6 +310,8 @@ def _mounts(
         out += ["--ro-bind", request.net_dir, NET_DIR_INSIDE]
     if request.shared_dir:
         out += ["--bind", request.shared_dir, SHARED_DIR_INSIDE]
+    if request.tools_dir:
+        out += ["--ro-bind", request.tools_dir, TOOLS_DIR_INSIDE]
     return out, scanned, remount
 
 

@@ -1,0 +1,253 @@
+"""Host tools: definitions (yaml-tools), the runner, and the tool socket, with real processes and
+real Unix sockets. The sandbox side is tests/linux/test_tools_sandbox.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from egg_core import toolclient, toolserver
+from egg_core.config import EggConfig
+from egg_core.plugins import get_plugin_manager
+from egg_core.toolrunner import MAX_OUTPUT, Caller, ToolRunner
+from egg_core.tools import Tool, collect
+
+CALLER = Caller(session="s-1", agent="claude", workspace="/")
+
+
+def tool_file(egg_home: Path, name: str, text: str) -> Path:
+    directory = egg_home / "tools"
+    directory.mkdir(exist_ok=True)
+    path = directory / f"{name}.yaml"
+    path.write_text(text)
+    return path
+
+
+def tools_of(egg_home: Path):
+    pm = get_plugin_manager(environ={"EGG_HOME": str(egg_home)})
+    return collect(pm, EggConfig(), egg_home)
+
+
+# -- definitions
+
+
+def test_a_tool_file_loads_with_every_key(egg_home):
+    tool_file(
+        egg_home,
+        "gh-pr",
+        'name: gh-pr\ndescription: open a PR\nrun: gh pr create --title "$1"\n'
+        "env: {GH_TOKEN: t}\ntimeout: 2m\nmax_concurrent: 2\n"
+        "params:\n  - {name: title, description: the title, required: true}\n  - {name: body}\n",
+    )
+    found = tools_of(egg_home)
+    tool = found.tools["gh-pr"]
+    assert (tool.timeout, tool.max_concurrent, dict(tool.env)) == (120.0, 2, {"GH_TOKEN": "t"})
+    assert [(p.name, p.required) for p in tool.params] == [("title", True), ("body", False)]
+    assert tool.source.endswith("tools/gh-pr.yaml") and found.errors == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("name: t\nrun: x\ntimout: 5s\n", ":3: timout: unknown key (did you mean 'timeout'?)"),
+        ("name: t\n", "run: missing"),
+        ("name: other\nrun: x\n", "name: 'other' is not the file's name ('t')"),
+        ("name: t\nrun: x\ntimeout: soon\n", ":3: timeout:"),
+        ("name: t\nrun: x\nmax_concurrent: 0\n", "max_concurrent: 0 is out of range"),
+        ("name: t\nrun: [x\n", "YAML syntax error"),
+        ("name: t\nrun: x\nparams: [{name: a, requird: true}]\n", "params[0].requird: unknown key"),
+        ("name: t\nrun: x\nenv: {1A: x}\n", "env.1A: not a variable name"),
+    ],
+)
+def test_a_broken_file_is_reported_with_file_line_and_key_and_the_others_load(egg_home, text, said):
+    tool_file(egg_home, "good", "name: good\nrun: echo good\n")
+    path = tool_file(egg_home, "t", text)
+    found = tools_of(egg_home)
+    assert "good" in found.tools and "t" not in found.tools
+    [(source, why)] = found.errors
+    assert source == str(path) and said in why and "\n" not in why
+    assert found.enabled(["t"])[1] == [f"tool 't': {why}"]
+
+
+def test_two_tools_of_one_name_are_an_error_naming_both(egg_home):
+    path = tool_file(egg_home, "example-words", "name: example-words\nrun: wc -w\n")
+    found = tools_of(egg_home)  # the example plugin defines example-words too
+    assert "example-words" not in found.tools
+    [(_, why)] = [e for e in found.errors if "twice" in e[1]]
+    assert str(path) in why and "plugin example" in why
+
+
+# -- the runner
+
+
+def run(tool: Tool, *args: str):
+    return ToolRunner().call(tool, list(args), CALLER)
+
+
+def test_arguments_are_positional_never_part_of_the_command(tmp_path):
+    marker = tmp_path / "pwned"
+    tool = Tool(name="echo", run='printf "%s\\n" "$@"')
+    hostile = [f"$(touch {marker})", "; touch " + str(marker), "--help", "`id`", "a b"]
+    result = run(tool, *hostile)
+    assert result.exit_code == 0 and result.stdout.splitlines() == hostile
+    assert not marker.exists()
+
+
+def test_the_callers_identity_is_set_last_and_cannot_be_spoofed(monkeypatch):
+    monkeypatch.setenv("HOST_SECRET", "not-for-tools")
+    tool = Tool(
+        name="who",
+        run='echo "$EGG_SESSION|$EGG_AGENT|$EGG_WORKSPACE|$EGG_TOOL|$MINE|${HOST_SECRET-unset}"',
+        env={"EGG_SESSION": "spoofed", "EGG_TOOL": "spoofed", "MINE": "tool-env"},
+    )
+    assert run(tool).stdout == "s-1|claude|/|who|tool-env|unset\n"
+
+
+def test_exit_code_and_stderr_pass_through():
+    result = run(Tool(name="fail", run="echo oops >&2; exit 7"))
+    assert (result.exit_code, result.stderr) == (7, "oops\n")
+
+
+def test_a_timeout_kills_the_whole_group_grandchildren_too(tmp_path):
+    pid_file = tmp_path / "grandchild"
+    tool = Tool(
+        name="slow", run=f"sh -c 'echo $$ > {pid_file}; exec sleep 60' & sleep 60", timeout=1
+    )
+    started = time.monotonic()
+    result = run(tool)
+    assert result.exit_code == 124 and "timeout" in result.stderr
+    assert time.monotonic() - started < 10
+    grandchild = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(grandchild, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("the grandchild outlived the tool's timeout")
+
+
+def test_output_is_cut_at_the_cap_with_a_note():
+    result = run(Tool(name="loud", run="head -c 3000000 /dev/zero | tr '\\0' x"))
+    assert len(result.stdout) == MAX_OUTPUT and "stdout cut" in result.stderr
+
+
+def test_max_concurrent_never_runs_two_at_once(tmp_path):
+    lock, log = tmp_path / "lock", tmp_path / "log"
+    script = (
+        f"if mkdir {lock} 2>/dev/null; then sleep 0.3; rmdir {lock}; echo ok >> {log}; "
+        f"else echo OVERLAP >> {log}; fi"
+    )
+    tool = Tool(name="one", run=script, max_concurrent=1, timeout=20)
+    runner = ToolRunner()
+    threads = [threading.Thread(target=runner.call, args=(tool, [], CALLER)) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert log.read_text().split() == ["ok", "ok", "ok"]
+
+
+def test_a_python_tool_gets_its_arguments_and_the_identity(egg_home):
+    found = tools_of(egg_home)
+    result = ToolRunner().call(found.tools["example-words"], ["one two", "three"], CALLER)
+    assert result.stdout == "3 words (asked by s-1)\n"
+
+
+# -- the socket
+
+
+@pytest.fixture
+def server(tmp_path, egg_home):
+    tool_file(egg_home, "hello", 'name: hello\nrun: echo "hello $1"\n')
+    tool_file(egg_home, "secret", "name: secret\nrun: echo never\n")
+    pm = get_plugin_manager(environ={"EGG_HOME": str(egg_home)})
+    directory = Path(os.path.realpath("/var/tmp")) / f"egg-tools-test-{os.getpid()}-{tmp_path.name}"
+    serving = toolserver.ToolServer(
+        directory,
+        ["hello"],
+        lambda: collect(pm, EggConfig(), egg_home),
+        CALLER,
+        signature=lambda: toolserver.tools_signature(egg_home),
+    ).start()
+    yield serving
+    serving.stop()
+    import shutil
+
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def ask(server, payload) -> dict:
+    return toolclient.request(str(server.socket_path), payload)
+
+
+def test_a_call_and_a_list_through_the_socket(server):
+    assert (
+        ask(server, {"action": "call", "tool": "hello", "args": ["you"]})["stdout"] == "hello you\n"
+    )
+    listed = ask(server, {"action": "list"})
+    assert [t["name"] for t in listed["tools"]] == ["hello"]  # only the enabled one
+
+
+def test_a_tool_not_enabled_is_refused_without_running(server):
+    answer = ask(server, {"action": "call", "tool": "secret", "args": []})
+    assert (
+        "not enabled" in answer["error"] and answer["exit_code"] == 2 and not answer.get("stdout")
+    )
+
+
+def test_garbage_half_oversized_and_silent_clients_do_not_stop_the_socket(server, monkeypatch):
+    monkeypatch.setattr(toolserver, "REQUEST_TIMEOUT", 0.5)
+    path = str(server.socket_path)
+    clients = []
+    for payload in (
+        b"\x00\x00\x00\x05nope!",  # not JSON
+        b"\x00\x00\x00\x10{",  # half a request, then nothing
+        struct.pack(">I", toolserver.MAX_REQUEST + 1) + b"x" * 100,  # too large
+        b"GET / HTTP/1.1\r\n\r\n",  # not our protocol
+        b"",  # says nothing at all
+    ):
+        sock = socket.socket(socket.AF_UNIX)
+        sock.connect(path)
+        sock.sendall(payload)
+        clients.append(sock)
+    answer = ask(server, {"action": "call", "tool": "hello", "args": ["still"]})
+    assert answer["stdout"] == "hello still\n"
+    for sock in clients:
+        sock.settimeout(5)
+        data = b""
+        try:
+            while chunk := sock.recv(4096):
+                data += chunk
+        except ConnectionResetError:
+            pass  # dropped
+        except TimeoutError:
+            raise AssertionError("a bad client was never answered nor dropped") from None
+        if data:
+            assert json.loads(data[4:]).get("error")
+        sock.close()
+    wrong = ask(server, {"action": "call", "tool": "hello", "args": [1, 2]})
+    assert "string" in wrong["error"]
+
+
+def test_an_edited_tool_is_seen_on_the_next_call(server, egg_home):
+    tool_file(egg_home, "hello", 'name: hello\nrun: echo "HI $1"\n')
+    assert ask(server, {"action": "call", "tool": "hello", "args": ["x"]})["stdout"] == "HI x\n"
+    tool_file(egg_home, "hello", "name: hello\nrun: [broken\n")
+    answer = ask(server, {"action": "call", "tool": "hello", "args": []})
+    assert "YAML syntax error" in answer["error"]
+
+
+def test_the_client_without_a_socket_says_so(monkeypatch, capsys):
+    monkeypatch.delenv("EGG_TOOL_SOCKET", raising=False)
+    assert toolclient.main(["hello"]) == 2
+    assert "no tool socket here" in capsys.readouterr().err
