@@ -23,7 +23,7 @@ import sys
 
 SOCKET_ENV = "EGG_TOOL_SOCKET"
 MAX_REQUEST = 1024 * 1024
-MAX_RESPONSE = 8 * 1024 * 1024
+MAX_RESPONSE = 32 * 1024 * 1024  # two 1 MiB streams, JSON-escaped at worst 6 bytes a byte
 HEADER = struct.Struct(">I")
 
 

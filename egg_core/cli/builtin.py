@@ -14,7 +14,12 @@ def _plugins_args(p: argparse.ArgumentParser) -> None:
 
 
 def _tool_call_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("words", nargs=argparse.REMAINDER, metavar="NAME [ARGS] | --list [--json]")
+    p.add_argument(
+        "words",
+        nargs=argparse.REMAINDER,
+        metavar="NAME [ARGS] | --list [--json]",
+        help="the tool and its arguments, or --list for the tools this sandbox may call",
+    )
 
 
 def tool_call(ns: argparse.Namespace, ctx: object) -> int:
@@ -116,6 +121,12 @@ def builtin_commands() -> list[Command]:
             help="the host tools a sandbox may be given (egg.yaml tools:), where each is defined",
             configure=_configure("egg_core.cli.tools_cmd"),
             run="egg_core.cli.tools_cmd:run",
+        ),
+        Command(
+            name="mcp",
+            help="serve the host tools over MCP (stdio, or --http with a bearer token)",
+            configure=_configure("egg_core.cli.mcp_cmd"),
+            run="egg_core.cli.mcp_cmd:run",
         ),
         Command(
             name="tool-call",

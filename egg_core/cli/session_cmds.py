@@ -153,12 +153,14 @@ def run_session(ns: argparse.Namespace, ctx: Context) -> int:
         raise UsageError("name an agent or a command (egg run AGENT [ARGS] | egg run -- CMD)")
     detach_key = parse_detach_key(ns.detach_key)
     cwd = Path(os.getcwd())
-    resuming, agent_args = _resume_request(agent_args)
+    from egg_core.cli import resume
+
+    resuming, agent_args = resume.parse(agent_args)
     conversation = None
     if agent is not None and resuming is not None:
-        conversation = _conversation_to_resume(ctx, agent, cwd, resuming or None)
+        conversation = resume.find(ctx, agent, cwd, resuming or None)
     resume_id = conversation.agent_session_id if conversation else None
-    session_id = None if conversation else _new_conversation_id(ctx, agent, command, agent_args)
+    session_id = None if conversation else resume.new_id(ctx, agent, command, agent_args)
     plan = plan_launch(
         ctx.pm,
         environ=ctx.environ,
@@ -200,7 +202,7 @@ def run_session(ns: argparse.Namespace, ctx: Context) -> int:
             raise UsageError(f"a running session is already named {ns.name!r}")
     rows, cols = _size(ns)
     if conversation is not None:
-        print(f"egg: {_restore(ctx, plan.profile, cwd, conversation)}", file=sys.stderr)
+        print(f"egg: {resume.restore(ctx, plan.profile, cwd, conversation)}", file=sys.stderr)
     paths = create_session(plan.egg_home)
     if ns.name:
         write_json(paths.meta, {"name": ns.name, "state": "starting", "cwd": str(cwd)})
@@ -242,65 +244,6 @@ def run_session(ns: argparse.Namespace, ctx: Context) -> int:
     for line in [*(meta.get("settings_restored") or []), *(meta.get("git_guard") or [])]:
         print(f"egg: {line}", file=sys.stderr)
     return code
-
-
-def _resume_request(args: list[str]) -> tuple[str | None, list[str]]:
-    """``egg run AGENT --resume [SESSION] [ARGS]``: (SESSION, or "" for the newest; None when
-    not resuming), and the agent's own arguments."""
-    if not args:
-        return None, args
-    first = args[0]
-    if first.startswith("--resume="):
-        return first.split("=", 1)[1] or "", args[1:]
-    if first != "--resume":
-        return None, args
-    if len(args) > 1 and not args[1].startswith("-"):
-        return args[1], args[2:]
-    return "", args[1:]
-
-
-def _conversation_to_resume(ctx: Context, agent: str, cwd: Path, ident: str | None) -> Any:
-    from egg_core import conversations, registry
-
-    agents = registry.agents(ctx.pm)
-    if agent not in agents:
-        raise UsageError(f"--resume: unknown agent {agent!r} (egg plugins lists them)")
-    return conversations.for_resume(_egg_home(ctx), agents[agent].obj, cwd, ident)
-
-
-def _restore(ctx: Context, profile: Any, cwd: Path, conversation: Any) -> str:
-    from egg_core import conversations
-    from egg_core.paths import user_home
-
-    hctx = conversations.context(
-        cwd=cwd,
-        home=user_home(ctx.environ),
-        session_dir=conversation.session_dir,
-        environ=ctx.environ,
-        agent_session_id=conversation.agent_session_id,
-    )
-    return conversations.restore_for_resume(ctx.pm, profile, hctx, conversation)
-
-
-def _new_conversation_id(
-    ctx: Context, agent: str | None, command: list[str], args: list[str]
-) -> str | None:
-    """The id egg gives a new conversation of an agent that takes one (``--session-id``), so that
-    the capture knows which transcript is this session's; None when the user chose one."""
-    import uuid
-
-    from egg_core import conversations, registry
-
-    if agent is None or command:
-        return None
-    found = registry.agents(ctx.pm).get(agent)
-    profile = found.obj if found else None
-    if profile is None or not profile.session_id_flag or conversations.declines(profile):
-        return None
-    own = {profile.session_id_flag, profile.resume_flag}
-    if any(arg.split("=", 1)[0] in own for arg in args):
-        return None
-    return str(uuid.uuid4())
 
 
 def unknown_agent(name: str, ctx: Context) -> EggError:

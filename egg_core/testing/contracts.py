@@ -2,6 +2,9 @@
 
 The built-in plugins run exactly these classes in egg's own test suite, so a third-party plugin is
 held to the same bar. Each test checks one promise the core relies on.
+
+Why one module of this size: it is the one import a plugin's test suite needs (agents, platforms,
+history), and each class is a list of independent promises, read one at a time.
 """
 
 from __future__ import annotations

@@ -204,7 +204,7 @@ def test_json_uses_egg_yaml_keys_and_network_is_always_a_mapping():
     assert list(data) == [
         "base", "fs", "network", "env", "resources", "shell",
         "dangerously_skip_permissions", "audit", "trace", "agent_settings", "persistence_guards",
-        "clipboard",
+        "clipboard", "tools",
     ]  # fmt: skip
     assert data["network"]["domains"] == ["a.com"]
     assert data["network"]["local_ports"] == []

@@ -275,7 +275,27 @@ def test_opencode(box: Box, model: ModelServer, agent_bin: Path) -> None:
     database = box.home / ".local" / "share" / "opencode" / "opencode.db"
     with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
         (parts,) = db.execute("SELECT count(*) FROM part WHERE data LIKE ?", (f"%{ANSWER}%",))
+        [(session,)] = db.execute("SELECT id FROM session").fetchall()
     assert parts[0] >= 1
+    # egg keeps no copy of opencode's conversations (its plugin declines: one SQLite database
+    # for every project); opencode resumes its own, which persists in its directory
+    requests_before = len(model.bodies)
+    again, _ = run_agent(
+        box,
+        model,
+        "opencode",
+        agent_bin,
+        ["opencode", "run", "--session", session, "second question"],
+        env={
+            "OPENCODE_CONFIG_CONTENT": opencode_config(model.url),
+            "OPENCODE_DISABLE_MODELS_FETCH": "1",
+            "npm_config_registry": f"{model.url}/npm/",
+        },
+        allow_env=("OPENCODE_DISABLE_MODELS_FETCH", "npm_config_registry"),
+    )
+    assert again.returncode == 0, again.stderr
+    resumed = json.dumps(model.bodies[requests_before:])
+    assert '"hi"' in resumed and "second question" in resumed
 
 
 # -- conversations: captured from a real run, wiped, put back, resumed by the real agent

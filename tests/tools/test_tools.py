@@ -170,11 +170,14 @@ def test_a_python_tool_gets_its_arguments_and_the_identity(egg_home):
 def server(tmp_path, egg_home):
     tool_file(egg_home, "hello", 'name: hello\nrun: echo "hello $1"\n')
     tool_file(egg_home, "secret", "name: secret\nrun: echo never\n")
+    tool_file(
+        egg_home, "noise", "name: noise\nrun: head -c 3000000 /dev/urandom | tee /dev/stderr\n"
+    )
     pm = get_plugin_manager(environ={"EGG_HOME": str(egg_home)})
     directory = Path(os.path.realpath("/var/tmp")) / f"egg-tools-test-{os.getpid()}-{tmp_path.name}"
     serving = toolserver.ToolServer(
         directory,
-        ["hello"],
+        ["hello", "noise"],
         lambda: collect(pm, EggConfig(), egg_home),
         CALLER,
         signature=lambda: toolserver.tools_signature(egg_home),
@@ -195,7 +198,13 @@ def test_a_call_and_a_list_through_the_socket(server):
         ask(server, {"action": "call", "tool": "hello", "args": ["you"]})["stdout"] == "hello you\n"
     )
     listed = ask(server, {"action": "list"})
-    assert [t["name"] for t in listed["tools"]] == ["hello"]  # only the enabled one
+    assert [t["name"] for t in listed["tools"]] == ["hello", "noise"]  # only the enabled ones
+
+
+def test_the_largest_answer_gets_through(server):
+    answer = ask(server, {"action": "call", "tool": "noise", "args": []})
+    assert answer["exit_code"] == 0 and "stdout cut" in answer["stderr"]
+    assert len(answer["stdout"]) >= MAX_OUTPUT // 2
 
 
 def test_a_tool_not_enabled_is_refused_without_running(server):
@@ -251,3 +260,59 @@ def test_the_client_without_a_socket_says_so(monkeypatch, capsys):
     monkeypatch.delenv("EGG_TOOL_SOCKET", raising=False)
     assert toolclient.main(["hello"]) == 2
     assert "no tool socket here" in capsys.readouterr().err
+
+
+# -- the command line
+
+
+def egg_cli(egg_home: Path, cwd: Path, *args: str):
+    import subprocess
+    import sys
+
+    env = {**os.environ, "EGG_HOME": str(egg_home)}
+    return subprocess.run(
+        [sys.executable, "-P", "-m", "egg_core.cli", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_egg_tools_lists_tools_sources_params_and_load_errors(egg_home, tmp_path):
+    tool_file(egg_home, "hello", "name: hello\nrun: echo hi\nparams: [{name: who}]\n")
+    broken = tool_file(egg_home, "broken", "name: broken\nrun: x\ntimout: 1s\n")
+    (tmp_path / "egg.yaml").write_text("tools: [hello]\n")
+    data = json.loads(egg_cli(egg_home, tmp_path, "tools", "--json").stdout)
+    tools = {t["name"]: t for t in data["tools"]}
+    assert tools["hello"]["enabled"] is True and tools["hello"]["params"][0]["name"] == "who"
+    assert tools["example-words"]["source"] == "plugin example"
+    assert tools["example-words"]["enabled"] is False
+    assert data["errors"] == [
+        {
+            "source": str(broken),
+            "error": f"{broken}:3: timout: unknown key (did you mean 'timeout'?)",
+        }
+    ]
+    text = egg_cli(egg_home, tmp_path, "tools")
+    assert "hello [who]  (enabled here" in text.stdout and "cannot load" in text.stderr
+
+
+def test_explain_lists_the_enabled_tools_and_where_each_is_defined(egg_home, tmp_path):
+    path = tool_file(egg_home, "hello", "name: hello\nrun: echo hi\n")
+    (tmp_path / "egg.yaml").write_text("tools: [hello, example-words]\n")
+    data = json.loads(egg_cli(egg_home, tmp_path, "explain", "--json").stdout)
+    assert [(t["name"], t["source"]) for t in data["tools"]] == [
+        ("hello", str(path)),
+        ("example-words", "plugin example"),
+    ]
+    text = egg_cli(egg_home, tmp_path, "explain").stdout
+    assert f"hello ({path})" in text
+
+
+def test_tools_merge_through_a_base_chain(egg_home, tmp_path):
+    (tmp_path / "base.yaml").write_text("tools: [a-tool]\n")
+    (tmp_path / "egg.yaml").write_text("base: ./base.yaml\ntools: [b-tool, a-tool]\n")
+    shown = egg_cli(egg_home, tmp_path, "config", "show", "--resolved", "--json")
+    assert json.loads(shown.stdout)["tools"] == ["a-tool", "b-tool"]

@@ -1,0 +1,164 @@
+"""``egg mcp``: the host tools over MCP, driven by the official SDK's own client, over stdio and
+over streamable HTTP on loopback (good token, wrong token, none)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from tests.tools.test_tools import tool_file
+
+EGG = [sys.executable, "-P", "-m", "egg_core.cli"]
+TOKEN = "egg-mcp-test-token-0123456789"
+
+
+@pytest.fixture
+def env(egg_home: Path, egg_user_home: Path) -> dict[str, str]:
+    tool_file(
+        egg_home,
+        "greet",
+        'name: greet\ndescription: greet someone\nrun: echo "hi $1$2"\n'
+        "params: [{name: who, required: true}, {name: suffix}]\n",
+    )
+    tool_file(egg_home, "fail", "name: fail\nrun: echo bad >&2; exit 5\n")
+    tool_file(egg_home, "echo-all", 'name: echo-all\nrun: printf "%s," "$@"\n')
+    return {**os.environ, "EGG_HOME": str(egg_home), "HOME": str(egg_user_home)}
+
+
+async def exercise(session: ClientSession) -> dict[str, object]:
+    await session.initialize()
+    listed = await session.list_tools()
+    tools = {t.name: t for t in listed.tools}
+    greet = await session.call_tool("greet", {"who": "$(id)", "suffix": "!"})
+    fail = await session.call_tool("fail", {})
+    echo = await session.call_tool("echo-all", {"args": ["a b", ";c"]})
+    missing = await session.call_tool("greet", {})
+    return {"tools": tools, "greet": greet, "fail": fail, "echo": echo, "missing": missing}
+
+
+def check(found: dict[str, object], names: set[str]) -> None:
+    tools = found["tools"]
+    assert set(tools) == names  # type: ignore[arg-type]
+    schema = tools["greet"].input_schema  # type: ignore[index]
+    assert schema["required"] == ["who"] and set(schema["properties"]) == {"who", "suffix"}
+    greet = found["greet"]
+    assert not greet.is_error and greet.content[0].text == "hi $(id)!\n"  # type: ignore[attr-defined]
+    fail = found["fail"]
+    assert fail.is_error and "bad" in fail.content[0].text and "exit code 5" in fail.content[0].text  # type: ignore[attr-defined]
+    echo = found["echo"]
+    assert echo.content[0].text == "a b,;c,"  # type: ignore[attr-defined]
+    assert found["missing"].is_error and "needs 'who'" in found["missing"].content[0].text  # type: ignore[attr-defined]
+
+
+def test_stdio_with_the_sdks_client(env, tmp_path):
+    params = StdioServerParameters(
+        command=EGG[0], args=[*EGG[1:], "mcp"], env=env, cwd=str(tmp_path)
+    )
+
+    async def main() -> dict[str, object]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            return await exercise(session)
+
+    check(anyio.run(main), {"greet", "fail", "echo-all", "example-words"})
+
+
+def test_stdio_serves_only_the_named_tools(env, tmp_path):
+    params = StdioServerParameters(
+        command=EGG[0], args=[*EGG[1:], "mcp", "--tool", "greet"], env=env, cwd=str(tmp_path)
+    )
+
+    async def main() -> set[str]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            names = {t.name for t in (await session.list_tools()).tools}
+            refused = await session.call_tool("fail", {})
+            assert refused.is_error and "no tool 'fail'" in refused.content[0].text
+            return names
+
+    assert anyio.run(main) == {"greet"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def http_server(env, tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    port = free_port()
+    proc = subprocess.Popen(
+        [*EGG, "mcp", "--http", f"127.0.0.1:{port}", "--token-file", str(token_file)],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}/mcp"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_http_with_the_right_token(http_server):
+    async def main() -> dict[str, object]:
+        client = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
+        async with (
+            client,
+            streamable_http_client(http_server, http_client=client) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            return await exercise(session)
+
+    check(anyio.run(main), {"greet", "fail", "echo-all", "example-words"})
+
+
+@pytest.mark.parametrize("header", [None, "Bearer wrong-token-0123456789", f"Basic {TOKEN}"])
+def test_http_without_the_right_token_gets_401(http_server, header):
+    import httpx2
+
+    headers = {"Authorization": header} if header else {}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    reply = httpx2.post(
+        http_server,
+        json=body,
+        headers={**headers, "Accept": "application/json, text/event-stream"},
+    )
+    assert reply.status_code == 401
+
+
+def test_bad_http_arguments_are_one_line_and_exit_2(env, tmp_path):
+    short = tmp_path / "short"
+    short.write_text("abc\n")
+    for args, said in [
+        (["--http", "127.0.0.1:99999", "--token-file", str(short)], "expected HOST:PORT"),
+        (["--http", "127.0.0.1:8765"], "needs --token-file"),
+        (["--http", "127.0.0.1:8765", "--token-file", str(short)], "16 characters"),
+        (["--http", "127.0.0.1:8765", "--token-file", str(tmp_path / "none")], "--token-file"),
+        (["--tool", "nosuch"], "not defined"),
+    ]:
+        result = subprocess.run(
+            [*EGG, "mcp", *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=30
+        )
+        assert result.returncode == 2, (args, result.stderr)
+        assert said in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
