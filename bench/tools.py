@@ -110,11 +110,11 @@ at once), inside a linux-ns sandbox.
 | what | egg (from inside) | baseline (host) | ratio |
 |---|---|---|---|
 | no-op tool round trip, median | {call * 1e3:.1f} ms | sh -c true {plain * 1e3:.1f} ms | {call / plain:.1f}x (+{overhead * 1e3:.1f} ms) |
-| {args.parallel} calls in parallel, wall | {inside['wall'] * 1e3:.0f} ms, {answered}/{args.parallel} answered | {host_wall * 1e3:.0f} ms | {inside['wall'] / host_wall:.1f}x |
-| slowest of the parallel calls | {max(inside['parallel']) * 1e3:.0f} ms | | |
+| {args.parallel} calls in parallel, wall | {inside["wall"] * 1e3:.0f} ms, {answered}/{args.parallel} answered | {host_wall * 1e3:.0f} ms | {inside["wall"] / host_wall:.1f}x |
+| slowest of the parallel calls | {max(inside["parallel"]) * 1e3:.0f} ms | | |
 
 Target: the tool's overhead over running the command on the host under 40 ms median
-({'met' if overhead < 0.040 else 'NOT met'}). A call from inside is a fork of the shim, a Python
+({"met" if overhead < 0.040 else "NOT met"}). A call from inside is a fork of the shim, a Python
 start (-I -S) for the client, a round trip over the Unix socket and the tool's own sh on the host.
 """
     print(body)
