@@ -156,7 +156,9 @@ class MacSeatbelt(Platform):
         ``proxy_port`` a policy that uses the proxy shows a placeholder for it."""
         request = ProfileRequest(
             proxy_port=proxy_port,
-            tool_socket=str(launch.work_dir / TOOL_SOCKET_NAME),
+            tool_socket=(
+                str(launch.tools_dir / TOOL_SOCKET_NAME) if launch.tools_dir is not None else None
+            ),
             shared_dir=str(launch.shared_dir) if launch.shared_dir is not None else None,
             resolve=host_resolve if _host() == "darwin" else lexical_resolve,
         )

@@ -134,7 +134,7 @@ def request_for(case: Case, policy: EffectivePolicy) -> ProfileRequest:
 
     return ProfileRequest(
         proxy_port=PROXY_PORT if uses_proxy(policy) else None,
-        tool_socket=str(SESSION / "tool.sock") if case.tool_socket else None,
+        tool_socket=str(SESSION / "tools" / "tool.sock") if case.tool_socket else None,
         shared_dir=str(SESSION / "shared") if case.shared_dir else None,
         probe=fake_probe,
     )

@@ -99,7 +99,7 @@ def test_preview_without_a_port_shows_a_placeholder():
 
 def test_the_tool_socket_is_allowed_after_egg_home_is_denied():
     forms = forms_for("claude-filtered")
-    sock = str(SESSION / "tool.sock")
+    sock = str(SESSION / "tools" / "tool.sock")
     deny_home = next(
         i
         for i, f in enumerate(forms)

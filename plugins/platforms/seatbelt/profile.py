@@ -23,6 +23,7 @@ Shape (SBPL gives precedence to the *later* of two matching rules, so order is t
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 
 import attrs
@@ -267,10 +268,14 @@ def _session(request: ProfileRequest) -> list[str]:
     out: list[str] = []
     if request.tool_socket:
         sock = request.resolve(request.tool_socket)
+        tools = os.path.dirname(sock)
         out += [
-            comment("the session's tool socket (egg tool-call)"),
+            comment(
+                "the run's tool socket and its shims, read-only (egg tool-call, egg.yaml tools:)"
+            ),
             rule("allow", ["network-outbound"], [_unix_socket(sock, "file")]),
-            rule("allow", ["file-read-metadata"], [_filter("literal", sock)]),
+            rule("allow", ["file-read*"], [_filter("subpath", tools)]),
+            rule("deny", ["file-write*"], [_filter("subpath", tools)]),
         ]
     if request.shared_dir:
         shared = request.resolve(request.shared_dir)
