@@ -87,7 +87,7 @@ def run_foreground(prepared: Prepared, *, tty: bool) -> int:
         prepared.spawned()
         returncode = supervise(pid, procs[0].wait, tty=tty, command_pid=prepared.child_pid)
         said = setup_errors(pipe[0]) if pipe is not None else ""
-        if prepared.command_exit_code(returncode) is None and prepared.should_retry():
+        if prepared.command_exit_code(returncode) is None and prepared.should_retry(said):
             raise RetryLaunch(said)
         return report_exit(
             returncode, prepared.command_exit_code, prepared.exit_reason, prepared.argv[0], said

@@ -135,15 +135,16 @@ class Prepared:
     #: the sandbox: read back by :func:`egg_core.spawn.setup_errors`) and the real stderr must be
     #: this descriptor, which the command inside takes as its stderr
     stderr_fd: int | None = None
-    _retry: Callable[[], bool] | None = None
+    _retry: Callable[[str], bool] | None = None
 
-    def set_retry_check(self, fn: Callable[[], bool]) -> None:
+    def set_retry_check(self, fn: Callable[[str], bool]) -> None:
         """Say whether a launch that failed before its command started may be prepared again
-        and retried (something it rested on changed under it, say a host socket vanished)."""
+        and retried (something it rested on changed under it, say a host socket vanished);
+        ``fn`` gets what the sandbox's set-up said on its stderr."""
         self._retry = fn
 
-    def should_retry(self) -> bool:
-        return self._retry is not None and self._retry()
+    def should_retry(self, said: str = "") -> bool:
+        return self._retry is not None and self._retry(said)
 
     def set_child_pid_reader(self, fn: Callable[[], int | None]) -> None:
         self._child_pid = fn

@@ -210,7 +210,8 @@ class Daemon(SessionStartup, SessionServing):
         returncode = os.waitstatus_to_exitcode(status)
         code = self.prepared.command_exit_code(returncode)
         said = self.setup_said()
-        if code is None and self.attempts < MAX_ATTEMPTS and self.prepared.should_retry():
+        retry = self.prepared.should_retry(said)
+        if code is None and self.attempts < MAX_ATTEMPTS and retry:
             log(self.paths, f"set-up failed as the host changed under it, retrying: {said}")
             self.respawn()
             return

@@ -333,7 +333,7 @@ class LinuxNamespaces(Platform):
         prepared.add_start_hook(
             lambda: setattr(prepared, "argv", fastrun.drop_vanished(prepared.argv, gone))
         )
-        prepared.set_retry_check(lambda: fastrun.any_vanished(gone))
+        prepared.set_retry_check(lambda said: fastrun.any_vanished(gone, said))
         prepared.ignore_signals = (signal.SIGINT, signal.SIGQUIT)
         status = StatusReader(status_read)
         prepared.add_cleanup(status.close)

@@ -143,14 +143,14 @@ def build_args(
     seen = unix_sockets.Judge(decisions)
     # a socket an rw: or ro: rule names exactly is how a user lets the sandbox reach one
     named = {real for real, mode in ruled_paths(policy) if mode in ("rw", "ro")}
-    sockets, guards = table_sockets(decisions, named)
+    sockets, guards, table = table_sockets(decisions, named)
     mounts, scanned, remount = _mounts(policy, request, guards, visited, sockets, seen, volatile)
     final_decisions = mount_decisions(mounts, request.empty_file, [])
     remount = [p for p in dict.fromkeys(remount) if not _covered_after(final_decisions, p)]
     # A scan finds sockets of other network namespaces, and dead ones a sandbox left behind:
     # only so many of those are masked, so that planting them cannot stop every launch.
     # Those in trees the sandbox can write go last: it could have planted them there.
-    in_table = scanned_in_table(scanned) | set(sockets)
+    in_table = scanned_in_table(scanned, table) | set(sockets)
     scanned = sorted(
         (s for s in dict.fromkeys(scanned) if s not in in_table),
         key=lambda sock: seen.state(os.path.dirname(sock)) == "rw",

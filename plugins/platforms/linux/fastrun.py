@@ -79,10 +79,15 @@ def drop_vanished(argv: list[str], volatile: set[str] | frozenset[str]) -> list[
     return out
 
 
-def any_vanished(volatile: Iterable[str]) -> bool:
-    """Whether a mount destination that exists only because of a host socket is gone: a set-up
-    that failed then is worth preparing again (see :func:`drop_vanished`)."""
-    return any(not os.path.lexists(path) for path in volatile)
+def any_vanished(volatile: Iterable[str], said: str = "") -> bool:
+    """Whether a mount destination that exists only because of a host socket is gone, or was
+    when bubblewrap tried it (its error names it: the socket may be back by now, bound again
+    under the same name): a set-up that failed then is worth preparing again (see
+    :func:`drop_vanished`)."""
+    paths = list(volatile)
+    if any(not os.path.lexists(path) for path in paths):
+        return True
+    return "bwrap:" in said and any(path in said for path in paths)
 
 
 def _spawn_and_supervise(entry: dict[str, Any], env: dict[str, str]) -> int | None:
@@ -119,7 +124,7 @@ def _spawn_and_supervise(entry: dict[str, Any], env: dict[str, str]) -> int | No
             pid, lambda: wait_pid(pid), tty=entry["tty"], command_pid=status.child_pid
         )
         said = setup_errors(said_read)
-        if status.exit_code(returncode) is None and any_vanished(volatile):
+        if status.exit_code(returncode) is None and any_vanished(volatile, said):
             return None
         reasons: dict[int, str] = entry["exit_reasons"]
         return report_exit(returncode, status.exit_code, reasons.get, argv[0], said)

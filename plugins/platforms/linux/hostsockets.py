@@ -40,7 +40,13 @@ def socket_picture(
     Both the full path and egg exec's cache compute it (the cache, to see that a cached
     launch's masks and guards are still the right ones): the whole of it is one fact.
     """
-    table = unix_sockets.bound_paths()
+    return picture_of(unix_sockets.bound_paths(), decisions, uid, gids)
+
+
+def picture_of(
+    table: list[str] | None, decisions: tuple[tuple[str, str], ...], uid: int, gids: tuple[int, ...]
+) -> Picture:
+    """:func:`socket_picture` for a table already read."""
     seen = unix_sockets.Judge(decisions)
     found = None if table is None else unix_sockets.judge_sockets(table, seen, uid, gids)
     roots = {root for root, _, _ in seen.rules}
@@ -72,28 +78,32 @@ def in_table(paths: tuple[str, ...]) -> tuple[str, ...]:
 
 def table_sockets(
     decisions: Sequence[tuple[str, str]], named: set[str]
-) -> tuple[list[str], list[str]]:
+) -> tuple[list[str], list[str], list[str]]:
     """Host sockets from the kernel's table that the sandbox would see (``decisions``, from
-    :func:`mount_decisions`) and could connect to, less those in ``named``, and the writable
-    directories to guard (see :func:`socket_picture`, recorded as the platform's own fact)."""
+    :func:`mount_decisions`) and could connect to, less those in ``named``; the writable
+    directories to guard (see :func:`socket_picture`, recorded as the platform's own fact); and
+    every bound path of that same reading of the table (for :func:`scanned_in_table`)."""
     uid = os.getuid()
     gids = tuple(sorted({os.getgid(), os.getegid(), *os.getgroups()}))
     arguments = (tuple(decisions), uid, gids)
     with observe.unrecorded():
-        picture = socket_picture(*arguments)
+        table = unix_sockets.bound_paths()
+        picture = picture_of(table, *arguments)
     observe.custom(PICTURE_CHECKER, arguments, picture)
     found, guards, _, refusal = picture
     if refusal is not None:
         raise EnforcementError(refusal)
-    return [path for path in found or () if path not in named], list(guards)
+    return [path for path in found or () if path not in named], list(guards), table or []
 
 
-def scanned_in_table(scanned: Sequence[str]) -> set[str]:
-    """Which sockets the scans found are also in the table (recorded as a fact)."""
+def scanned_in_table(scanned: Sequence[str], table: Sequence[str]) -> set[str]:
+    """Which sockets the scans found are in ``table`` (the reading the masks were made from),
+    recorded as a fact: the cache asks the kernel's table again for just these."""
     paths = tuple(dict.fromkeys(scanned))
     if not paths:
         return set()
-    found = in_table(paths)
+    listed = set(table)
+    found = tuple(path for path in paths if path in listed)
     observe.custom(IN_TABLE_CHECKER, (paths,), found)
     return set(found)
 
