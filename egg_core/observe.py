@@ -10,9 +10,10 @@ path of an ``egg exec``), records the *fact* the answer came from, in the cache'
   (:func:`lstat`, :func:`lexists`, :func:`islink`; :func:`stat`, :func:`exists`, :func:`isdir`,
   :func:`isfile`, :func:`access` and :func:`realpath` record every path their resolution passed
   through, so a symlink retargeted anywhere on the way changes a fact);
-- ``("c", path, contents)``: what a file holds (:func:`read_bytes`, :func:`read_text`,
-  :func:`content`, the program :func:`which` finds);
-- ``("l", path, listing)``: a directory's entries (:func:`listdir`, :func:`glob`);
+- ``("c", path, contents)``: what a file holds (:func:`content`, the program :func:`which`
+  finds);
+- ``("l", path, listing)``: a directory's entries (:func:`listdir`, :func:`scandir`,
+  :func:`glob_in`);
 - ``("s", path, seed)``: a placeholder path, missing or holding its seed (:func:`seed`);
 - ``("x", (checker, args), value)``: a platform's own kind of fact, re-checked by calling
   ``checker(*args)`` — a ``module:function`` under ``egg_core.`` or ``egg_plugins.`` — and
@@ -274,19 +275,6 @@ def content(path: str) -> None:
         _active.add("c", os.fspath(path), checks.contents(os.fspath(path)))
 
 
-def read_bytes(path: str) -> bytes:
-    path = os.fspath(path)
-    if _active is not None:
-        realpath(path)
-        content(path)
-    with open(path, "rb") as handle:
-        return handle.read()
-
-
-def read_text(path: str, encoding: str = "utf-8") -> str:
-    return read_bytes(path).decode(encoding)
-
-
 def listdir(path: str) -> list[str]:
     """``os.listdir``, recording the directory's names and entry types."""
     path = os.fspath(path)
@@ -294,39 +282,6 @@ def listdir(path: str) -> list[str]:
         realpath(path)
         _active.add_listing(os.path.normpath(path))
     return os.listdir(path)
-
-
-def glob(pattern: str, include_hidden: bool = False) -> list[str]:
-    """``glob.glob`` for an absolute pattern (``*``, ``?``, ``[...]`` in any component), every
-    directory it listed and every path it checked recorded. Sorted."""
-    found = ["/"]
-    parts = [part for part in pattern.split("/") if part]
-    for index, part in enumerate(parts):
-        last = index == len(parts) - 1
-        below: list[str] = []
-        for directory in found:
-            if not _magic(part):
-                candidate = os.path.join(directory, part)
-                if (lexists if last else isdir)(candidate):
-                    below.append(candidate)
-                continue
-            try:
-                names = listdir(directory)
-            except OSError:
-                continue
-            for name in names:
-                if name.startswith(".") and not (include_hidden or part.startswith(".")):
-                    continue
-                if fnmatch.fnmatchcase(name, part):
-                    candidate = os.path.join(directory, name)
-                    if last or isdir(candidate):
-                        below.append(candidate)
-        found = below
-    return sorted(found)
-
-
-def _magic(part: str) -> bool:
-    return any(ch in part for ch in "*?[")
 
 
 def scandir(path: str) -> list[os.DirEntry[str]]:
