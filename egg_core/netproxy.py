@@ -13,8 +13,10 @@ it decides, and writes the decision as one JSON line to ``network.log``:
   endpoint); only an explicitly forwarded local port may reach loopback, and an IP literal that the
   user listed themselves is taken at their word;
 - the connection goes to the address that was checked, not to a second lookup (no rebinding race).
-``mode: observe`` allows everything and logs what enforce mode would have denied. Tests inject a
-resolver so that the allow path can be exercised against loopback listeners only.
+``mode: observe`` allows every name and logs what enforce mode would have denied — but never
+loopback that is not a forwarded port, an address nobody listed, or a name that resolves to a
+loopback or non-public address (the cloud metadata address): those are refused in both modes.
+Tests inject a resolver so that the allow path can be exercised against loopback listeners only.
 
 Why one module of this size: CONNECT, plain HTTP and the port forwards share one connection
 plumbing and one decision log; the pure allow/deny rules are :mod:`egg_core.netrules`.
@@ -109,10 +111,13 @@ class FilteringProxy:
         if is_loopback(host):
             if port in self.rules.local_ports:
                 return Decision(True, f"forwarded local port {port}", "127.0.0.1", listed=True)
-            return self._deny(f"loopback port {port} is not a forwarded local port")
+            # refused in observe mode too: the host's own services are never "observed" into
+            return Decision(False, f"loopback port {port} is not a forwarded local port")
         observed = None  # observe mode: why enforce mode would refuse this name
         if not listed:
-            if self.rules.mode != "observe" or literal is not None:
+            if literal is not None:
+                return Decision(False, why)  # an address nobody listed: not even observed
+            if self.rules.mode != "observe":
                 return self._deny(why)
             observed = why  # still resolved here, so the connection goes to a checked address
         if literal is not None:
@@ -131,14 +136,16 @@ class FilteringProxy:
             return Decision(True, why, unreachable=failure, listed=True)
         for text in addresses:
             addr = parse_address(text)
+            # what a name resolves to is checked in observe mode too: a name pointing at the
+            # cloud metadata address or the host's loopback teaches nothing worth dialing it
             if addr is None:
-                return self._deny(f"{host} resolved to an unparseable address {text!r}")
+                return Decision(False, f"{host} resolved to an unparseable address {text!r}")
             if addr.is_loopback:
                 if port in self.rules.local_ports:
                     continue
-                return self._deny(f"{host} resolves to loopback {addr}", text)
+                return Decision(False, f"{host} resolves to loopback {addr}")
             if not addr.is_global:
-                return self._deny(f"{host} resolves to non-public address {addr}", text)
+                return Decision(False, f"{host} resolves to non-public address {addr}")
         address = addresses[0]
         if is_loopback(address):
             address = "127.0.0.1"

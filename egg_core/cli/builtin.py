@@ -117,6 +117,12 @@ def builtin_commands() -> list[Command]:
             run="egg_core.cli.session_list_cmds:replay_session",
         ),
         Command(
+            name="policy",
+            help="policy suggest: the allowlist entries a run needed, from its network log",
+            configure=_configure("egg_core.cli.policy_cmd"),
+            run="egg_core.cli.policy_cmd:run",
+        ),
+        Command(
             name="tools",
             help="the host tools a sandbox may be given (egg.yaml tools:), where each is defined",
             configure=_configure("egg_core.cli.tools_cmd"),

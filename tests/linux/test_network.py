@@ -833,3 +833,24 @@ def test_forwarding_a_privileged_local_port_is_refused_before_anything_starts(bo
     assert "local_ports 80" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert not (box.workspace / "started").exists()
+
+
+def test_observe_mode_never_dials_a_name_that_resolves_to_a_private_address(
+    box: Box, listen: Listen
+) -> None:
+    """Observe lets unlisted *names* through, but a name resolving to a private, loopback or
+    link-local address is refused in observe mode too (it would reach the host's or the cloud's
+    services), and logged as such."""
+    server = listen(socket.AF_INET, ("127.0.0.1", 0), echo=True)
+    log = box.home / "network.log"
+
+    found = box.probe(
+        PROXY + "report(**via_proxy('inner.example.com:443', b'x'))",
+        config=POLICIES["observe"],
+        options=["--network-log", str(log)],
+        env=seam(("inner.example.com", "10.1.2.3", server.port)),
+    )
+
+    assert found["status"] == 403 and server.hits == []
+    (record,) = log_lines(log)
+    assert record["decision"] == "deny" and "non-public address 10.1.2.3" in record["reason"]

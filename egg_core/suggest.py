@@ -1,0 +1,203 @@
+"""``egg policy suggest``: what a run needed, from its network log, as egg.yaml allowlist entries.
+
+Run once with ``network: {mode: observe}`` (everything allowed, every request enforce mode would
+refuse logged with ``would_deny``), then let egg propose the allowlist. Read from the decision
+records of ``network.log`` (:class:`egg_core.netproxy.DecisionLog`): the requests enforce mode
+would have refused (``would_deny``, or ``deny`` in an enforce-mode log), grouped by host with the
+ports used, how often, first and last time, and which log.
+
+Never suggested, listed apart with the reason: loopback (local ports go in ``local_ports`` only
+when the user names them), IP literals (private, link-local, the cloud metadata address, or any
+address: name the host), and names that resolved to a loopback or non-public address. A name that
+did not resolve is suggested (offline, observe mode still teaches), marked as such.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from egg_core.loopback import is_loopback, parse_address
+from egg_core.netrules import DEFAULT_PORTS, NetworkRules
+
+METADATA = ipaddress.ip_address("169.254.169.254")
+#: a log line longer than this is not a decision record
+MAX_LINE = 64 * 1024
+
+
+@attrs.define
+class HostUse:
+    """One host enforce mode would have refused, as the logs saw it."""
+
+    host: str
+    ports: set[int] = attrs.Factory(set)
+    count: int = 0
+    first: str = ""
+    last: str = ""
+    sources: list[str] = attrs.Factory(list)
+    unresolved: bool = False
+
+    def entries(self) -> list[str]:
+        """The egg.yaml entries that let it through: the name for the default ports, and
+        ``host:port`` for each other port (the grammar egg.yaml already accepts)."""
+        found = []
+        if self.ports & set(DEFAULT_PORTS) or not self.ports:
+            found.append(self.host)
+        found += [f"{self.host}:{port}" for port in sorted(self.ports - set(DEFAULT_PORTS))]
+        return found
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "host": self.host,
+            "ports": sorted(self.ports),
+            "count": self.count,
+            "first": self.first,
+            "last": self.last,
+            "sources": self.sources,
+            "resolved": not self.unresolved,
+        }
+
+
+@attrs.frozen
+class Refused:
+    """A destination never suggested, and why."""
+
+    host: str
+    port: int
+    why: str
+    count: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"host": self.host, "port": self.port, "why": self.why, "count": self.count}
+
+
+@attrs.frozen
+class Suggestion:
+    hosts: tuple[HostUse, ...]
+    refused: tuple[Refused, ...]
+    add: tuple[str, ...]
+    corrupt_lines: int
+    records: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "add": list(self.add),
+            "hosts": [h.to_json() for h in self.hosts],
+            "refused": [r.to_json() for r in self.refused],
+            "records": self.records,
+            "corrupt_lines": self.corrupt_lines,
+        }
+
+
+def read_log(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """The decision records of one log and how many lines were not one (half JSON, binary,
+    anything else); OSError when the file cannot be read."""
+    records: list[dict[str, Any]] = []
+    corrupt = 0
+    with open(path, "rb") as handle:
+        for raw in handle:
+            line = raw.strip()
+            if not line:
+                continue
+            try:
+                record = json.loads(line) if len(line) <= MAX_LINE else None
+            except (ValueError, UnicodeDecodeError):
+                record = None
+            if not _is_record(record):
+                corrupt += 1
+                continue
+            assert isinstance(record, dict)
+            records.append(record)
+    return records, corrupt
+
+
+def _is_record(record: object) -> bool:
+    return (
+        isinstance(record, dict)
+        and isinstance(record.get("host"), str)
+        and isinstance(record.get("port"), int)
+        and record.get("decision") in ("allow", "deny")
+    )
+
+
+def never_suggested(host: str, reason: str) -> str | None:
+    """Why (host, the decision's reason) is never turned into an allowlist entry; None if it
+    may be."""
+    if is_loopback(host):
+        return "loopback: a local port goes in network.local_ports, only when you name it"
+    address = parse_address(host)
+    if address is not None:
+        if address == METADATA:
+            return "the cloud metadata address"
+        if address.is_link_local:
+            return "a link-local address"
+        if address.is_private or not address.is_global:
+            return "a private or reserved address"
+        return "an IP address: name the host instead"
+    if "resolves to loopback" in reason or "non-public address" in reason:
+        return f"it resolved to a private address ({reason})"
+    if "unparseable address" in reason:
+        return reason
+    return None
+
+
+def would_refuse(record: dict[str, Any]) -> bool:
+    """A request enforce mode refuses: flagged in observe mode, or denied in enforce mode."""
+    return bool(record.get("would_deny")) or record.get("decision") == "deny"
+
+
+def suggest(
+    logs: Sequence[tuple[str, Sequence[dict[str, Any]]]],
+    domains: Iterable[str],
+    corrupt: int = 0,
+) -> Suggestion:
+    """What to add to a network allowlist of ``domains`` for what ``logs`` (name, records) saw."""
+    hosts: dict[str, HostUse] = {}
+    refused: dict[tuple[str, int, str], int] = {}
+    total = 0
+    for source, records in logs:
+        for record in records:
+            total += 1
+            if not would_refuse(record):
+                continue
+            host = str(record["host"]).lower().rstrip(".")
+            port = int(record["port"])
+            reason = str(record.get("reason") or "")
+            why = never_suggested(host, reason)
+            if why is not None:
+                refused[(host, port, why)] = refused.get((host, port, why), 0) + 1
+                continue
+            use = hosts.setdefault(host, HostUse(host))
+            use.ports.add(port)
+            use.count += 1
+            when = str(record.get("time") or "")
+            use.first = min(use.first, when) if use.first else when
+            use.last = max(use.last, when)
+            if source not in use.sources:
+                use.sources.append(source)
+            if str(record.get("error") or "").startswith("cannot resolve"):
+                use.unresolved = True
+    rules = NetworkRules(domains=tuple(domains))
+    add: list[str] = []
+    for use in sorted(hosts.values(), key=lambda u: u.host):
+        for entry in use.entries():
+            host, _, port_text = entry.rpartition(":") if ":" in entry else (entry, "", "")
+            ports = [int(port_text)] if port_text else [p for p in DEFAULT_PORTS if p in use.ports]
+            if all(rules.match(host, port)[0] for port in ports or [443]):
+                continue  # already on the list (an earlier suggestion applied, say)
+            if entry not in add:
+                add.append(entry)
+    return Suggestion(
+        hosts=tuple(sorted(hosts.values(), key=lambda u: (-u.count, u.host))),
+        refused=tuple(
+            Refused(host, port, why, count) for (host, port, why), count in sorted(refused.items())
+        ),
+        add=tuple(add),
+        corrupt_lines=corrupt,
+        records=total,
+    )

@@ -1,0 +1,119 @@
+"""``egg policy suggest`` from network logs: what enforce mode would refuse becomes allowlist
+entries; loopback, addresses and names that resolved to private ones never do; bad input is one
+line and exit 2. The end-to-end run through a real proxy is tests/linux/test_suggest_e2e.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from egg_core.suggest import read_log, suggest
+
+EGG = [sys.executable, "-P", "-m", "egg_core.cli"]
+
+
+def record(host: str, port: int = 443, **extra: object) -> dict[str, object]:
+    base = {"time": extra.pop("time", "2026-12-01T10:00:00Z"), "host": host, "port": port}
+    return {**base, "decision": "allow", "reason": "host not on the allowlist", **extra}
+
+
+OBSERVED = [
+    record("api.example.com", would_deny=True, listed=False, time="2026-12-01T10:00:01Z"),
+    record("api.example.com", would_deny=True, listed=False, time="2026-12-01T10:00:05Z"),
+    record("git.example.com", 8443, would_deny=True, listed=False),
+    record("offline.example.com", would_deny=True, listed=False, error="cannot resolve x"),
+    record("listed.example.com", listed=True, reason="allowed by listed.example.com"),
+    record("169.254.169.254", 80, would_deny=True, reason="host not on the allowlist"),
+    record("10.0.0.5", would_deny=True),
+    record("localhost", 5432, would_deny=True, reason="loopback port 5432 is not forwarded"),
+    record(
+        "intranet.example.com", would_deny=True, reason="x resolves to non-public address 10.1.1.1"
+    ),
+    # an enforce-mode log of old (no listed, no would_deny): a deny is what enforce refused
+    {"time": "2026-12-01T09:00:00Z", "host": "old.example.com", "port": 443, "decision": "deny"},
+]
+
+
+def test_what_enforce_would_refuse_becomes_entries_and_the_rest_is_listed_apart():
+    found = suggest([("run.log", OBSERVED)], domains=["listed.example.com"])
+    assert found.add == (
+        "api.example.com",
+        "git.example.com:8443",
+        "offline.example.com",
+        "old.example.com",
+    )
+    api = next(h for h in found.hosts if h.host == "api.example.com")
+    assert (api.count, api.first, api.last, api.sources) == (
+        2,
+        "2026-12-01T10:00:01Z",
+        "2026-12-01T10:00:05Z",
+        ["run.log"],
+    )
+    assert next(h for h in found.hosts if h.host == "offline.example.com").unresolved
+    why = {r.host: r.why for r in found.refused}
+    assert why["169.254.169.254"] == "the cloud metadata address"
+    assert why["10.0.0.5"] == "a private or reserved address"
+    assert why["localhost"].startswith("loopback")
+    assert why["intranet.example.com"].startswith("it resolved to a private address")
+
+
+def test_applying_the_suggestion_leaves_nothing_to_suggest():
+    first = suggest([("run.log", OBSERVED)], domains=["listed.example.com"])
+    again = suggest([("run.log", OBSERVED)], domains=["listed.example.com", *first.add])
+    assert again.add == ()
+
+
+def test_corrupt_lines_are_skipped_and_counted(tmp_path: Path):
+    log = tmp_path / "network.log"
+    lines = [json.dumps(r).encode() for r in OBSERVED[:2]]
+    log.write_bytes(
+        b"\n".join([lines[0], b'{"host": "half', b"\x00\xff\xfe binary", b"[1, 2]", lines[1]])
+    )
+    records, corrupt = read_log(log)
+    assert len(records) == 2 and corrupt == 3
+
+
+def egg(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*EGG, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_the_command_reads_logs_and_says_what_to_add(tmp_path: Path, egg_home: Path):
+    env = {**os.environ, "EGG_HOME": str(egg_home)}
+    log = tmp_path / "network.log"
+    log.write_text("".join(json.dumps(r) + "\n" for r in OBSERVED) + "garbage\n")
+    (tmp_path / "egg.yaml").write_text("network: {domains: [listed.example.com], mode: observe}\n")
+    shown = egg(env, tmp_path, "policy", "suggest", "--log", str(log))
+    assert shown.returncode == 0, shown.stderr
+    assert "+  - git.example.com:8443" in shown.stdout and "mode: enforce" in shown.stdout
+    assert "169.254.169.254:80 (1x): the cloud metadata address" in shown.stdout
+    assert "skipped 1 lines" in shown.stderr
+    data = json.loads(egg(env, tmp_path, "policy", "suggest", "--log", str(log), "--json").stdout)
+    assert data["add"][:2] == ["api.example.com", "git.example.com:8443"]
+    assert data["corrupt_lines"] == 1 and data["config"] == str(tmp_path / "egg.yaml")
+    assert {
+        "host": "10.0.0.5",
+        "port": 443,
+        "why": "a private or reserved address",
+        "count": 1,
+    } in data["refused"]
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, egg_home: Path):
+    env = {**os.environ, "EGG_HOME": str(egg_home)}
+    for args, said in [
+        (
+            ["policy", "suggest", "--log", str(tmp_path / "missing.log")],
+            "cannot read the network log",
+        ),
+        (["policy", "suggest"], "no session here has a network log"),
+        (["policy", "suggest", "nosuchsession"], "nosuchsession"),
+        (["policy", "nonsense"], "one command: suggest"),
+    ]:
+        result = egg(env, tmp_path, *args)
+        assert result.returncode == 2, (args, result.stderr)
+        assert said in result.stderr and len(result.stderr.strip().splitlines()) == 1
