@@ -25,7 +25,6 @@ import json
 import os
 import shutil
 import socket
-import statistics
 import sys
 import tempfile
 import threading
@@ -34,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _report import machine, write_section
+from _report import machine, median_seconds, write_section
 
 from egg_core import history
 
@@ -54,15 +53,6 @@ def make_transcript(path: Path) -> None:
             out.write(line)
             written += len(line)
             index += 1
-
-
-def timed(fn, runs: int) -> float:
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
 
 
 async def relay(seconds: float) -> float:
@@ -113,17 +103,17 @@ def main() -> None:
             (session / history.META_FILE).unlink(missing_ok=True)  # nothing to compare with
             history.write_meta(session, history.capture(transcript, session))
 
-        capture = timed(fresh_capture, args.runs)
-        copy = timed(lambda: shutil.copyfile(source, base / "copy"), args.runs)
+        capture = median_seconds(fresh_capture, args.runs, warmup=1)
+        copy = median_seconds(lambda: shutil.copyfile(source, base / "copy"), args.runs, warmup=1)
 
         def gzip_only() -> None:
             with open(source, "rb") as src, gzip.open(base / "g.gz", "wb", compresslevel=1) as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
 
-        packed = timed(gzip_only, args.runs)
+        packed = median_seconds(gzip_only, args.runs, warmup=1)
         history.write_meta(session, history.capture(transcript, session))
-        unchanged = timed(lambda: history.capture(transcript, session), 200)
-        plain_stat = timed(lambda: os.stat(source), 200)
+        unchanged = median_seconds(lambda: history.capture(transcript, session), 200)
+        plain_stat = median_seconds(lambda: os.stat(source), 200)
 
         idle_rate = asyncio.run(relay(2.0))
 

@@ -66,8 +66,7 @@ class Capturer:
             return None
         if "head" in meta:  # copied now: give it its title and agent
             head = meta["head"].encode("utf-8", "replace")
-            previous = history.read_meta(self.ctx.session_dir) or {}
-            title = previous.get("title") or title_of(self.pm, self.profile, head)
+            title = meta.get("title") or title_of(self.pm, self.profile, head)
             meta.update(agent=self.profile.name, title=title)
             history.write_meta(self.ctx.session_dir, meta)
         return meta

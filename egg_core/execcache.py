@@ -32,6 +32,8 @@ import marshal
 import os
 import sys
 
+from egg_core.facts import sha256_hex
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # importing typing costs milliseconds that this module exists to save
     from collections.abc import Iterable, Mapping
@@ -45,14 +47,6 @@ CACHE_ENV = "EGG_EXEC_CACHE"
 KEEP = 64
 #: cached launches are run only by egg's own platform code
 RUNNER_PREFIX = "egg_plugins.platforms."
-
-
-def _sha256_hex(data: bytes) -> str:
-    try:
-        from _sha256 import sha256  # type: ignore[import-not-found]
-    except ImportError:  # pragma: no cover - other Python builds
-        from hashlib import sha256
-    return str(sha256(data).hexdigest())
 
 
 def cache_dir(environ: Mapping[str, str]) -> str:
@@ -83,22 +77,22 @@ def base_key(args: list[str], cwd: str) -> str:
         sorted(os.getgroups()),
         installed,
     )
-    return _sha256_hex(marshal.dumps(repr(material)))
+    return sha256_hex(marshal.dumps(repr(material)))
 
 
 def env_digest(environ: Mapping[str, str], names: Iterable[str], listed: bool) -> dict[str, str]:
     """name -> hash of its value (or of its absence); with ``listed``, also the set of names."""
     digest = {
-        name: _sha256_hex(repr(environ.get(name)).encode(errors="surrogateescape"))
+        name: sha256_hex(repr(environ.get(name)).encode(errors="surrogateescape"))
         for name in sorted(names)
     }
     if listed:
-        digest["\0names"] = _sha256_hex("\0".join(sorted(environ)).encode(errors="surrogateescape"))
+        digest["\0names"] = sha256_hex("\0".join(sorted(environ)).encode(errors="surrogateescape"))
     return digest
 
 
 def full_key(base: str, digest: Mapping[str, str]) -> str:
-    return _sha256_hex(marshal.dumps(repr((base, sorted(digest.items())))))
+    return sha256_hex(marshal.dumps(repr((base, sorted(digest.items())))))
 
 
 # --- facts -------------------------------------------------------------------------------------

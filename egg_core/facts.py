@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 CHECKER_PREFIXES = ("egg_core.", "egg_plugins.")
 
 
-def _sha256_hex(data: bytes) -> str:
+def sha256_hex(data: bytes) -> str:
     try:
         from _sha256 import sha256  # type: ignore[import-not-found]
     except ImportError:  # pragma: no cover - other Python builds
@@ -100,7 +100,7 @@ def digest_of(names: Iterable[str], ignore: Iterable[str] = ()) -> str:
     """The digest of ``name\0type`` entries, leaving out the names in ``ignore``."""
     skip = set(ignore)
     kept = [entry for entry in names if entry.split("\0", 1)[0] not in skip]
-    return _sha256_hex("\0\0".join(kept).encode(errors="surrogateescape"))
+    return sha256_hex("\0\0".join(kept).encode(errors="surrogateescape"))
 
 
 def listing(path: str, ignore: Iterable[str] = ()) -> tuple[Any, ...] | None:

@@ -28,6 +28,7 @@ import contextlib
 import gzip
 import json
 import os
+import re
 import stat
 import time
 from collections.abc import Mapping
@@ -211,7 +212,7 @@ def capture(transcript: Transcript, session_dir: Path, title: str | None = None)
     Raises :class:`HistoryError` when the transcript is not a regular file reached without a
     symlink, or is larger than :data:`MAX_BYTES`.
     """
-    previous = read_meta(session_dir)
+    previous = read_meta(session_dir) or {}
     *dirs, name = transcript.file.split("/")
     try:
         dir_fd = _walk(transcript.root, dirs)
@@ -236,8 +237,8 @@ def capture(transcript: Transcript, session_dir: Path, title: str | None = None)
                 f"{MAX_BYTES} a capture copies: not captured"
             )
         identity = {"ino": st.st_ino, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-        same = previous is not None and all(previous.get(k) == v for k, v in identity.items())
-        if same and previous and previous.get("agent_session_id") == transcript.agent_session_id:
+        same_conversation = previous.get("agent_session_id") == transcript.agent_session_id
+        if same_conversation and all(previous.get(k) == v for k, v in identity.items()):
             return previous
         head = _copy_gzip(fd, session_dir, st.st_size)
     finally:
@@ -249,7 +250,8 @@ def capture(transcript: Transcript, session_dir: Path, title: str | None = None)
         "file": transcript.file,
         **identity,
         "captured": time.time(),
-        "title": title,
+        # a conversation keeps the title of its first capture (its first user message)
+        "title": title if title is not None or not same_conversation else previous.get("title"),
     }
     meta["head"] = head.decode("utf-8", "replace")  # for the title, read by the caller
     return meta
@@ -299,12 +301,19 @@ def write_meta(session_dir: Path, meta: dict[str, Any]) -> None:
     os.replace(tmp, session_dir / META_FILE)
 
 
+def has_capture(session_dir: Path) -> bool:
+    """Whether the session directory holds a captured conversation (both of its files)."""
+    return (session_dir / CHAT_FILE).is_file() and (session_dir / META_FILE).is_file()
+
+
 def read_meta(session_dir: Path) -> dict[str, Any] | None:
+    if not has_capture(session_dir):
+        return None
     try:
         data = json.loads((session_dir / META_FILE).read_text())
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) and (session_dir / CHAT_FILE).is_file() else None
+    return data if isinstance(data, dict) else None
 
 
 def read_capture(session_dir: Path) -> bytes:
@@ -353,6 +362,15 @@ def restore(data: bytes, target: Transcript) -> str:
 
 
 # -- turns -------------------------------------------------------------------------------------
+
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
+
+
+def is_uuid(text: str) -> bool:
+    """An agent's own conversation id as Claude Code and Gemini CLI take it (a UUID): the only
+    shape a plugin puts into a path."""
+    return bool(_UUID.fullmatch(text))
 
 
 def title_of(turns: list[Turn]) -> str | None:

@@ -186,12 +186,12 @@ def serve(pm: Any, plan: Any, directory: Path, caller: Caller) -> ToolServer | N
     def load() -> ToolSet:
         return collect(pm, plan.resolved.config, plan.egg_home)
 
-    _, problems = load().enabled(names)
-    if problems:
-        raise EggError(problems[0], exit_code=125)
     server = ToolServer(
         directory, names, load, caller, signature=lambda: tools_signature(plan.egg_home)
     )
+    _, problems = server.tools().enabled(names)  # what it loaded, not a second reading
+    if problems:
+        raise EggError(problems[0], exit_code=125)
     return server.start()
 
 

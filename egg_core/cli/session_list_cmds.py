@@ -97,10 +97,9 @@ def session_table(records: list[Any], ctx: Context) -> str:
 
 def _resumable(record: Any) -> bool:
     """An ended session whose conversation was captured: ``egg run AGENT --resume`` takes it."""
-    from egg_core.history import CHAT_FILE, META_FILE
+    from egg_core.history import has_capture
 
-    directory: Path = record.paths.directory
-    return (directory / CHAT_FILE).is_file() and (directory / META_FILE).is_file()
+    return has_capture(record.paths.directory)
 
 
 def _live_status(record: Any) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from egg_core import history
 from egg_core.session.store import SessionRecord, list_sessions, update_meta
 
 DEFAULT_KEEP = 100
@@ -23,7 +24,7 @@ KEEP_ENV = "EGG_SESSIONS_KEEP"
 MAX_AGE_ENV = "EGG_SESSIONS_MAX_AGE"
 ENDED_STATES = ("exited", "failed", "crashed")
 #: what a removal keeps unless told otherwise: the captured conversation and the meta naming it
-HISTORY_FILES = ("chat.jsonl.gz", "chat.meta")
+HISTORY_FILES = (history.CHAT_FILE, history.META_FILE)
 
 
 def remove(record: SessionRecord, *, with_history: bool = False) -> str:

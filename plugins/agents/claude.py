@@ -40,7 +40,7 @@ import json
 import re
 from pathlib import Path
 
-from egg_core.history import HistoryContext, Transcript, Turn, cut, jsonl_records
+from egg_core.history import HistoryContext, Transcript, Turn, cut, is_uuid, jsonl_records
 from egg_core.hookspecs import RegisterAgent, hookimpl
 from egg_core.profiles import AgentProfile, EnvDefault, Grant, PlatformGrant, Relocation
 
@@ -184,8 +184,6 @@ def egg_register_agents(register: RegisterAgent) -> None:
 
 # -- conversation history (see egg_core.history) ------------------------------------------------
 
-_UUID = re.compile(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
-
 
 def project_slug(cwd: Path | str) -> str:
     """Claude's directory name for a working directory: every non-alphanumeric character -> -."""
@@ -193,7 +191,7 @@ def project_slug(cwd: Path | str) -> str:
 
 
 def _transcript(ctx: HistoryContext, session_id: str | None) -> Transcript | None:
-    if not session_id or not _UUID.fullmatch(session_id):
+    if not session_id or not is_uuid(session_id):
         return None
     root = ctx.agent_path(PROFILE, ".claude")
     if root is None:

@@ -35,12 +35,14 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 from egg_core.history import (
     HistoryContext,
     Transcript,
     Turn,
     cut,
+    is_uuid,
     jsonl_records,
     list_names,
     read_head,
@@ -126,20 +128,25 @@ def egg_register_agents(register: RegisterAgent) -> None:
 
 # -- conversation history (see egg_core.history) ------------------------------------------------
 
-_UUID = re.compile(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
 _SESSION_FILE = re.compile(r"session-[0-9T:-]+-([0-9a-fA-F]{8})\.jsonl?")
+
+
+def _projects(root: Path, cwd: Path) -> list[str]:
+    """Gemini's project directories (under ``tmp/``) whose ``.project_root`` names ``cwd``."""
+    found = []
+    for project, _ in list_names(root, "tmp"):
+        marker = read_head(root, f"tmp/{project}/.project_root", 4096) or b""
+        if marker.decode("utf-8", "replace").strip() == str(cwd):
+            found.append(project)
+    return found
 
 
 def _find(ctx: HistoryContext, session_id: str) -> Transcript | None:
     """The chat file of ``session_id`` in the project directory that stands for ctx.cwd."""
     root = ctx.agent_path(PROFILE, ".gemini")
-    if root is None or not _UUID.fullmatch(session_id):
+    if root is None or not is_uuid(session_id):
         return None
-    for project, _ in list_names(root, "tmp"):
-        if (read_head(root, f"tmp/{project}/.project_root", 4096) or b"").decode(
-            "utf-8", "replace"
-        ).strip() != str(ctx.cwd):
-            continue
+    for project in _projects(root, ctx.cwd):
         for name, _ in list_names(root, f"tmp/{project}/chats"):
             match = _SESSION_FILE.fullmatch(name)
             if match is None or match.group(1) != session_id[:8]:
@@ -166,18 +173,15 @@ def egg_history_restore(
     agent: AgentProfile, ctx: HistoryContext, captured: Transcript
 ) -> Transcript | None:
     """Where Gemini keeps this directory's chats now, or back where it was."""
-    if agent.name != PROFILE.name or not _UUID.fullmatch(captured.agent_session_id):
+    if agent.name != PROFILE.name or not is_uuid(captured.agent_session_id):
         return None
     root = ctx.agent_path(PROFILE, ".gemini")
     if root is None:
         return None
     name = captured.file.rsplit("/", 1)[-1]
-    for project, _ in list_names(root, "tmp"):
-        marker = read_head(root, f"tmp/{project}/.project_root", 4096) or b""
-        if marker.decode("utf-8", "replace").strip() == str(ctx.cwd):
-            file = f"tmp/{project}/chats/{name}"
-            return Transcript(agent_session_id=captured.agent_session_id, root=root, file=file)
-    return Transcript(agent_session_id=captured.agent_session_id, root=root, file=captured.file)
+    projects = _projects(root, ctx.cwd)
+    file = f"tmp/{projects[0]}/chats/{name}" if projects else captured.file
+    return Transcript(agent_session_id=captured.agent_session_id, root=root, file=file)
 
 
 @hookimpl
