@@ -77,16 +77,30 @@ class Refused:
 
 
 @attrs.frozen
+class Fold:
+    """One wildcard proposed in place of several subdomains of one registrable domain."""
+
+    entry: str
+    domain: str
+    replaces: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"entry": self.entry, "domain": self.domain, "replaces": list(self.replaces)}
+
+
+@attrs.frozen
 class Suggestion:
     hosts: tuple[HostUse, ...]
     refused: tuple[Refused, ...]
     add: tuple[str, ...]
     corrupt_lines: int
     records: int
+    folded: tuple[Fold, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
             "add": list(self.add),
+            "folded": [f.to_json() for f in self.folded],
             "hosts": [h.to_json() for h in self.hosts],
             "refused": [r.to_json() for r in self.refused],
             "records": self.records,
@@ -151,12 +165,70 @@ def would_refuse(record: dict[str, Any]) -> bool:
     return bool(record.get("would_deny")) or record.get("decision") == "deny"
 
 
+#: ``--fold``: this many subdomains of one registrable domain become one wildcard
+FOLD_AT = 3
+
+
+def registrable_domain(host: str) -> str | None:
+    """``host``'s registrable domain by the Public Suffix List (``a.b.example.co.uk`` ->
+    ``example.co.uk``; ``x.github.io`` -> itself, github.io being a suffix its users share);
+    None for a public suffix or a single label."""
+    from publicsuffixlist import PublicSuffixList
+
+    global _PSL
+    if _PSL is None:
+        _PSL = PublicSuffixList()  # the list shipped inside the package: nothing is downloaded
+    found: str | None = _PSL.privatesuffix(host)
+    return found
+
+
+_PSL: Any = None
+
+
+def fold(entries: Sequence[str]) -> tuple[list[str], list[Fold]]:
+    """``entries`` with every :data:`FOLD_AT` or more subdomains of one registrable domain (on
+    the same port) replaced by ``*.domain``; a wildcard never covers the domain itself, so an
+    entry for it stays."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for entry in entries:
+        host, port = _split_entry(entry)
+        domain = registrable_domain(host)
+        if domain is not None and host != domain and not host.startswith("*."):
+            groups.setdefault((domain, port), []).append(entry)
+    out: list[str] = []
+    folds: list[Fold] = []
+    done: set[tuple[str, str]] = set()
+    for entry in entries:
+        host, port = _split_entry(entry)
+        domain = registrable_domain(host)
+        key = (domain or "", port)
+        members = groups.get(key, [])
+        if len(members) < FOLD_AT or entry not in members:
+            out.append(entry)
+            continue
+        if key in done:
+            continue
+        done.add(key)
+        wildcard = f"*.{domain}" + (f":{port}" if port else "")
+        out.append(wildcard)
+        folds.append(Fold(wildcard, str(domain), tuple(members)))
+    return out, folds
+
+
+def _split_entry(entry: str) -> tuple[str, str]:
+    host, sep, port = entry.rpartition(":")
+    return (host, port) if sep and port.isdigit() else (entry, "")
+
+
 def suggest(
     logs: Sequence[tuple[str, Sequence[dict[str, Any]]]],
     domains: Iterable[str],
     corrupt: int = 0,
+    *,
+    fold_wildcards: bool = False,
 ) -> Suggestion:
-    """What to add to a network allowlist of ``domains`` for what ``logs`` (name, records) saw."""
+    """What to add to a network allowlist of ``domains`` for what ``logs`` (name, records) saw;
+    with ``fold_wildcards``, subdomains folded (see :func:`fold`)."""
     hosts: dict[str, HostUse] = {}
     refused: dict[tuple[str, int, str], int] = {}
     total = 0
@@ -192,6 +264,9 @@ def suggest(
                 continue  # already on the list (an earlier suggestion applied, say)
             if entry not in add:
                 add.append(entry)
+    folds: list[Fold] = []
+    if fold_wildcards:
+        add, folds = fold(add)
     return Suggestion(
         hosts=tuple(sorted(hosts.values(), key=lambda u: (-u.count, u.host))),
         refused=tuple(
@@ -200,4 +275,5 @@ def suggest(
         add=tuple(add),
         corrupt_lines=corrupt,
         records=total,
+        folded=tuple(folds),
     )

@@ -1,6 +1,8 @@
-"""``egg policy suggest [SESSION | --log FILE ...] [--json]``: the allowlist a run needed, from its
-network log (see :mod:`egg_core.suggest`). Observe first (``network: {mode: observe}``), then
-suggest, then switch to ``mode: enforce``."""
+"""``egg policy suggest [SESSION | --log FILE ... | --trace FILE ...] [--json] [--fold] [--apply]``:
+the allowlist a run needed, from its network log (:mod:`egg_core.suggest`), and the ``fs`` rules
+a traced run was refused (:mod:`egg_core.suggest_fs`), as an edit of the egg.yaml the run used
+(:mod:`egg_core.suggest_apply`). Observe first (``network: {mode: observe}``, ``egg run
+--trace``), then suggest, then ``--apply``, then switch to ``mode: enforce``."""
 
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import attrs
 
 from egg_core.cli.context import Context
 from egg_core.errors import EggError, UsageError
@@ -17,6 +21,8 @@ from egg_core.errors import EggError, UsageError
 if TYPE_CHECKING:
     from egg_core.config_files import ResolvedConfig
     from egg_core.suggest import Suggestion
+    from egg_core.suggest_apply import Applied
+    from egg_core.suggest_fs import FsRefused, FsUse
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -24,7 +30,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         "words",
         nargs="*",
         metavar="suggest [SESSION]",
-        help="suggest allowlist entries from a session's network log (default: the newest here)",
+        help="suggest egg.yaml entries from a session's logs (default: the newest here)",
     )
     p.add_argument(
         "--log",
@@ -32,7 +38,54 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="read this network log instead of a session's (repeatable)",
     )
+    p.add_argument(
+        "--trace",
+        action="append",
+        metavar="FILE",
+        help="read this strace record (egg run --trace) instead of a session's (repeatable)",
+    )
+    p.add_argument(
+        "--config",
+        metavar="PATH",
+        help="the egg.yaml to compare with and edit (default: the one the session used)",
+    )
+    p.add_argument(
+        "--fold",
+        action="store_true",
+        help="propose *.domain where 3 or more subdomains of one registrable domain were used",
+    )
+    p.add_argument(
+        "--apply",
+        action="store_true",
+        help="write the suggestion into egg.yaml (comments and order kept; mode left as it is)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
+
+
+@attrs.frozen
+class Sources:
+    """What a suggestion is made from: logs, traces, and the run they came from."""
+
+    logs: tuple[Path, ...]
+    traces: tuple[Path, ...]
+    #: the session's meta (empty for --log/--trace files)
+    meta: dict[str, Any]
+
+
+@attrs.frozen
+class FsPart:
+    rules: tuple[FsUse, ...]
+    refused: tuple[FsRefused, ...]
+    calls: int
+
+    def to_json(self, traces: tuple[Path, ...]) -> dict[str, Any]:
+        return {
+            "add": [u.rule for u in self.rules],
+            "rules": [u.to_json() for u in self.rules],
+            "refused": [r.to_json() for r in self.refused],
+            "refusals": self.calls,
+            "traces": [str(t) for t in traces],
+        }
 
 
 def run(ns: argparse.Namespace, ctx: Context) -> int:
@@ -41,34 +94,66 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
         raise UsageError("egg policy has one command: suggest (egg policy suggest [SESSION])")
     if len(words) > 2:
         raise UsageError("egg policy suggest takes at most one SESSION")
-    if len(words) == 2 and ns.log:
-        raise UsageError("give a SESSION or --log FILE, not both")
-    from egg_core import suggest
+    if len(words) == 2 and (ns.log or ns.trace):
+        raise UsageError("give a SESSION or --log/--trace FILE, not both")
+    from egg_core import suggest, suggest_apply
     from egg_core.config_files import discover_config
 
-    logs = [Path(p) for p in ns.log] if ns.log else [_session_log(ctx, words[1:])]
+    sources = _sources(ctx, words[1:], ns)
     read = []
     corrupt = 0
-    for path in logs:
+    for path in sources.logs:
         try:
             records, bad = suggest.read_log(path)
         except OSError as exc:
             raise UsageError(f"{path}: cannot read the network log: {exc.strerror}") from None
         read.append((str(path), records))
         corrupt += bad
-    config = discover_config(None, None, ctx.environ)
-    domains = config.config.network.domains
-    found = suggest.suggest(read, domains, corrupt)
+    cwd = Path(sources.meta.get("cwd") or os.getcwd())
+    config_path = ns.config or sources.meta.get("config") or None
+    if config_path and not ns.config and not Path(config_path).is_file():
+        raise UsageError(f"{config_path}: the session's egg.yaml is gone (pass --config PATH)")
+    config = discover_config(cwd, config_path, ctx.environ)
+    found = suggest.suggest(read, config.config.network.domains, corrupt, fold_wildcards=ns.fold)
+    fs = _fs_part(ctx, sources, cwd, config_path) if sources.traces else None
+    fs_rules = [u.rule for u in fs.rules] if fs else []
+    edit: Applied | None = None
+    edit_problem = None
+    if found.add or fs_rules:
+        try:
+            if ns.apply:
+                edit = suggest_apply.apply_entries(config, found.add, ctx.environ, fs_rules)
+            else:
+                edit = suggest_apply.planned_edit(config, found.add, fs_rules)
+        except EggError as exc:
+            if ns.apply:
+                raise
+            edit_problem = exc.message
     if ns.json:
-        print(json.dumps({**found.to_json(), "config": str(config.path or "")}, indent=2))
+        data = {
+            **found.to_json(),
+            "config": str(config.path or ""),
+            "logs": [str(p) for p in sources.logs],
+            "fs": fs.to_json(sources.traces) if fs else None,
+            "diff": edit.diff() if edit else "",
+            "applied": ns.apply and edit is not None and edit.after != edit.before,
+            "apply_problem": edit_problem,
+            "mode": config.config.network.mode or "enforce",
+        }
+        print(json.dumps(data, indent=2))
         return 0
-    _print(found, config, [name for name, _ in read])
+    _print(found, fs, config, sources)
+    _print_edit(found, fs_rules, edit, edit_problem, config, applied=ns.apply)
     return 0
 
 
-def _session_log(ctx: Context, words: list[str]) -> Path:
+def _sources(ctx: Context, words: list[str], ns: argparse.Namespace) -> Sources:
+    if ns.log or ns.trace:
+        return Sources(
+            tuple(Path(p) for p in ns.log or ()), tuple(Path(p) for p in ns.trace or ()), {}
+        )
     from egg_core.paths import egg_home
-    from egg_core.session.store import find_session, list_sessions
+    from egg_core.session.store import find_session, list_sessions, read_json
 
     home = egg_home(ctx.environ)
     if words:
@@ -76,27 +161,61 @@ def _session_log(ctx: Context, words: list[str]) -> Path:
             paths = find_session(home, words[0])
         except EggError as exc:
             raise UsageError(exc.message) from None
-        if not paths.network_log.is_file():
+        if not paths.network_log.is_file() and not paths.trace_log.is_file():
             raise UsageError(
-                f"session {paths.id} has no network log (it made no request through the proxy)"
+                f"session {paths.id} has no network log (it made no request through the "
+                "proxy) and no trace (egg run --trace)"
             )
-        return paths.network_log
-    here = [
-        r
-        for r in list_sessions(home)
-        if r.meta.get("cwd") == os.getcwd() and r.paths.network_log.is_file()
-    ]
-    if not here:
-        raise UsageError(
-            "no session here has a network log: pass SESSION (egg ls --all) or --log FILE"
-        )
-    return here[-1].paths.network_log
+    else:
+        here = [
+            r
+            for r in list_sessions(home)
+            if r.meta.get("cwd") == os.getcwd()
+            and (r.paths.network_log.is_file() or r.paths.trace_log.is_file())
+        ]
+        if not here:
+            raise UsageError(
+                "no session here has a network log or a trace: pass SESSION (egg ls --all), "
+                "--log FILE or --trace FILE"
+            )
+        paths = here[-1].paths
+    return Sources(
+        tuple(p for p in (paths.network_log,) if p.is_file()),
+        tuple(p for p in (paths.trace_log,) if p.is_file()),
+        read_json(paths.meta),
+    )
 
 
-def _print(found: Suggestion, config: ResolvedConfig, sources: list[str]) -> None:
+def _fs_part(ctx: Context, sources: Sources, cwd: Path, config_path: str | None) -> FsPart:
+    """The traced refusals, judged against the policy the session's agent gets here now."""
+    from egg_core import suggest_fs
+    from egg_core.launch import plan_launch
+
+    refusals = []
+    for trace in sources.traces:
+        try:
+            with open(trace, encoding="utf-8", errors="surrogateescape") as handle:
+                refusals += suggest_fs.read_trace(handle, str(cwd))
+        except OSError as exc:
+            raise UsageError(f"{trace}: cannot read the trace: {exc.strerror}") from None
+    agent = sources.meta.get("agent") or None
+    plan = plan_launch(ctx.pm, environ=ctx.environ, cwd=cwd, agent=agent, config_path=config_path)
+    policy = plan.policy
+    rules, apart = suggest_fs.classify(
+        refusals,
+        home=policy.home,
+        project=policy.cwd,
+        rules=[(e.path, e.mode, e.source) for e in policy.fs],
+        protected=[(e.path, e.mode, e.source) for e in policy.protected],
+    )
+    return FsPart(tuple(rules), tuple(apart), len(refusals))
+
+
+def _print(found: Suggestion, fs: FsPart | None, config: ResolvedConfig, src: Sources) -> None:
     from egg_core.cli.table import render_table
 
-    print(f"read {found.records} requests from {', '.join(sources)}")
+    if src.logs:
+        print(f"read {found.records} requests from {', '.join(str(p) for p in src.logs)}")
     if found.corrupt_lines:
         print(
             f"egg: skipped {found.corrupt_lines} lines that are not decision records",
@@ -115,15 +234,55 @@ def _print(found: Suggestion, config: ResolvedConfig, sources: list[str]) -> Non
             for h in found.hosts
         ]
         print(render_table(["HOST", "PORTS", "COUNT", "FIRST", "LAST"], rows))
+    for f in found.folded:
+        print(f"folded into {f.entry}: {', '.join(f.replaces)}")
     if found.refused:
         print("\nnever suggested:")
         for r in found.refused:
             print(f"  {r.host}:{r.port} ({r.count}x): {r.why}")
-    where = config.path or "egg.yaml"
-    if found.add:
-        print(f"\n{where}: add to network:")
-        for entry in found.add:
-            print(f"+  - {entry}")
-        print("\nthen set network.mode: enforce (observe mode allows everything)")
+    if fs is None:
+        return
+    traces = ", ".join(str(t) for t in src.traces)
+    print(f"\nread {fs.calls} refused file operations from {traces}")
+    if fs.rules:
+        print("the run was refused writes that these rules allow:")
+        rows = [[u.rule, str(u.count), u.first, u.last, u.examples[0]] for u in fs.rules]
+        print(render_table(["RULE", "COUNT", "FIRST", "LAST", "FOR EXAMPLE"], rows))
+    if fs.refused:
+        print("\nnot suggested:")
+        for apart in fs.refused:
+            print(f"  {apart.path} ({apart.count}x): {apart.why}")
+
+
+def _print_edit(
+    found: Suggestion,
+    fs_rules: list[str],
+    edit: Applied | None,
+    problem: str | None,
+    config: ResolvedConfig,
+    *,
+    applied: bool,
+) -> None:
+    if not found.add and not fs_rules:
+        print("\nnothing to add: egg.yaml already covers what the run needed")
+        return
+    if edit is None:
+        where = config.path or "egg.yaml"
+        if found.add:
+            print(f"\n{where}: add to network: {', '.join(found.add)}")
+        if fs_rules:
+            print(f"\n{where}: add to fs: {', '.join(fs_rules)}")
+        if problem:
+            print(f"--apply cannot edit it: {problem}")
+        return
+    if edit.after == edit.before:
+        print(f"\n{edit.path}: already has every entry")
+    elif applied:
+        added = len(edit.added) + len(edit.added_fs)
+        print(f"\nwrote {edit.path} ({added} entries added):\n")
+        print(edit.diff(), end="")
     else:
-        print("\nnothing to add: the allowlist already covers what the run needed")
+        print("\nthe edit (egg policy suggest --apply writes it):\n")
+        print(edit.diff(), end="")
+    if config.config.network.mode == "observe" and found.add:
+        print("\nnext: set network.mode: enforce (observe mode allows everything)")

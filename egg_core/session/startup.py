@@ -117,6 +117,7 @@ class SessionStartup:
             state="running",
             agent=plan.profile.name,
             cwd=spec.cwd,
+            config=str(plan.resolved.path or ""),
             command=list(plan.argv),
             platform=platform.name,
             outer_boundary=plan.selection.outer_boundary,
@@ -164,7 +165,7 @@ class SessionStartup:
         if strace is None:
             prepared.cleanup()
             raise EnforcementError("--trace needs strace (apt install strace)")
-        trace_log = self.paths.directory / "trace.log"
+        trace_log = self.paths.trace_log
         prepared.argv = [strace, "-f", "-qq", "-tt", "-o", str(trace_log), "--", *prepared.argv]
 
     def browser_env(self, plan: Any) -> dict[str, str]:

@@ -65,6 +65,11 @@ class SessionPaths:
         return self.directory / "network.log"
 
     @property
+    def trace_log(self) -> Path:
+        """``egg run --trace``: strace's record of the command's syscalls."""
+        return self.directory / "trace.log"
+
+    @property
     def settings(self) -> Path:
         return self.directory / "settings"
 

@@ -89,7 +89,8 @@ def test_the_command_reads_logs_and_says_what_to_add(tmp_path: Path, egg_home: P
     (tmp_path / "egg.yaml").write_text("network: {domains: [listed.example.com], mode: observe}\n")
     shown = egg(env, tmp_path, "policy", "suggest", "--log", str(log))
     assert shown.returncode == 0, shown.stderr
-    assert "+  - git.example.com:8443" in shown.stdout and "mode: enforce" in shown.stdout
+    added = "+network: {domains: [listed.example.com, api.example.com, git.example.com:8443"
+    assert added in shown.stdout and "next: set network.mode: enforce" in shown.stdout
     assert "169.254.169.254:80 (1x): the cloud metadata address" in shown.stdout
     assert "skipped 1 lines" in shown.stderr
     data = json.loads(egg(env, tmp_path, "policy", "suggest", "--log", str(log), "--json").stdout)
@@ -105,6 +106,10 @@ def test_the_command_reads_logs_and_says_what_to_add(tmp_path: Path, egg_home: P
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, egg_home: Path):
     env = {**os.environ, "EGG_HOME": str(egg_home)}
+    log = tmp_path / "network.log"
+    log.write_text(json.dumps(OBSERVED[0]) + "\n")
+    (tmp_path / "shared.yaml").write_text("network: {mode: observe}\n")
+    (tmp_path / "egg.yaml").write_text("base: ./shared.yaml\n")
     for args, said in [
         (
             ["policy", "suggest", "--log", str(tmp_path / "missing.log")],
@@ -113,6 +118,13 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, egg_home: Path):
         (["policy", "suggest"], "no session here has a network log"),
         (["policy", "suggest", "nosuchsession"], "nosuchsession"),
         (["policy", "nonsense"], "one command: suggest"),
+        (
+            ["policy", "suggest", "--trace", str(tmp_path / "missing.trace")],
+            "cannot read the trace",
+        ),
+        (["policy", "suggest", "--log", str(log), "--config", "nope.yaml"], "no such config"),
+        (["policy", "suggest", "--log", str(log), "--apply"], "comes from the base"),
+        (["policy", "suggest", "s1", "--trace", str(log)], "not both"),
     ]:
         result = egg(env, tmp_path, *args)
         assert result.returncode == 2, (args, result.stderr)

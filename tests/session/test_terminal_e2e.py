@@ -90,8 +90,13 @@ class Tmux:
         return self("capture-pane", "-p").stdout
 
     def everything(self) -> str:
-        """The screen and all of the pane's scrollback."""
-        return self("capture-pane", "-p", "-S", "-").stdout
+        """The screen and all of the pane's scrollback, wrapped lines joined.
+
+        Joined so a long command line (a deep checkout's path) that wraps
+        cannot leave a fragment such as a session id's digits on a line of
+        its own, where a test counting numbered lines would read it.
+        """
+        return self("capture-pane", "-p", "-J", "-S", "-").stdout
 
     def flags(self) -> dict[str, str]:
         fmt = " ".join(f"#{{{name}}}" for name in FLAGS)

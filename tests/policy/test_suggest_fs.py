@@ -1,0 +1,98 @@
+"""``egg policy suggest`` for files: strace records of refused writes become ``rw:`` rules, while
+egg's protections and the built-in deny list are "refused on purpose", and system paths, the home
+directory itself and refused reads are listed apart. The real traced run is in
+tests/linux/test_suggest_e2e.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from egg_core.suggest_fs import Refusal, classify, read_trace
+
+HOME = "/home/dev"
+PROJECT = "/home/dev/proj"
+
+TRACE = r"""
+100  10:00:00.000001 execve("/usr/bin/bwrap", ["bwrap"], 0x7ffd /* 5 vars */) = 0
+101  10:00:00.000002 mkdir("/newroot/home/dev", 0755) = -1 EROFS (Read-only file system)
+102  10:00:00.000100 openat(AT_FDCWD, "/home/dev/.local/share/tool/state.json", O_WRONLY|O_CREAT|O_TRUNC, 0666) = -1 EROFS (Read-only file system)
+102  10:00:00.000200 chdir("/home/dev/.config") = 0
+102  10:00:00.000300 clone(child_stack=NULL, flags=CLONE_CHILD_SETTID|SIGCHLD) = 103
+103  10:00:00.000400 mkdir("tool", 0777 <unfinished ...>
+102  10:00:00.000401 wait4(-1,  <unfinished ...>
+103  10:00:00.000500 <... mkdir resumed>) = -1 EROFS (Read-only file system)
+102  10:00:00.000600 openat(AT_FDCWD, "/home/dev/.ssh/known_hosts", O_WRONLY|O_CREAT|O_APPEND, 0666) = -1 EROFS (Read-only file system)
+102  10:00:00.000700 openat(AT_FDCWD, "/home/dev/proj/.git/hooks/pre-commit", O_WRONLY|O_CREAT|O_TRUNC, 0666) = -1 EROFS (Read-only file system)
+102  10:00:00.000800 openat(AT_FDCWD, "/usr/lib/python3/x.pyc", O_WRONLY|O_CREAT|O_EXCL, 0644) = -1 EROFS (Read-only file system)
+102  10:00:00.000900 openat(AT_FDCWD, "/home/dev/.zshenv", O_WRONLY|O_CREAT|O_TRUNC, 0666) = -1 EROFS (Read-only file system)
+102  10:00:00.001000 openat(AT_FDCWD, "/home/dev/other/secret", O_RDONLY) = -1 EACCES (Permission denied)
+102  10:00:00.001100 openat(3, "relative-to-a-descriptor", O_WRONLY|O_CREAT, 0666) = -1 EROFS (Read-only file system)
+102  10:00:00.001200 unlinkat(AT_FDCWD, "/home/dev/.local/share/tool/old\"name\303\251", 0) = -1 EPERM (Operation not permitted)
+102  10:00:00.001300 renameat2(AT_FDCWD, "/home/dev/proj/a", AT_FDCWD, "/home/dev/.cache2/b", RENAME_NOREPLACE) = -1 EROFS (Read-only file system)
+102  10:00:00.001400 openat(AT_FDCWD, "/home/dev/.local/share/tool/ok", O_RDONLY) = 3
+102  10:00:00.001500 faccessat2(AT_FDCWD, "/home/dev/x", W_OK, AT_EACCESS) = -1 EACCES (Permission denied)
+102  10:00:00.001600 +++ exited with 0 +++
+"""
+
+RULES = [
+    (PROJECT, "rw", "egg.yaml"),
+    (f"{HOME}/.ssh", "deny", "built-in default"),
+]
+PROTECTED = [(f"{PROJECT}/.git/hooks", "deny-write", "egg: git: git runs these hooks")]
+
+
+def test_the_refused_writes_are_read_with_their_working_directory_and_flags():
+    found = read_trace(TRACE.splitlines(), PROJECT)
+    assert [(r.path, r.call, r.errno, r.intent) for r in found] == [
+        (f"{HOME}/.local/share/tool/state.json", "openat", "EROFS", "create"),
+        (f"{HOME}/.config/tool", "mkdir", "EROFS", "create"),  # the forked child's cwd
+        (f"{HOME}/.ssh/known_hosts", "openat", "EROFS", "create"),
+        (f"{PROJECT}/.git/hooks/pre-commit", "openat", "EROFS", "create"),
+        ("/usr/lib/python3/x.pyc", "openat", "EROFS", "create"),
+        (f"{HOME}/.zshenv", "openat", "EROFS", "create"),
+        (f"{HOME}/other/secret", "openat", "EACCES", "read"),
+        (f'{HOME}/.local/share/tool/old"name\u00e9', "unlinkat", "EPERM", "remove"),
+        (f"{PROJECT}/a", "renameat2", "EROFS", "remove"),
+        (f"{HOME}/.cache2/b", "renameat2", "EROFS", "create"),
+    ]  # bwrap's own /newroot set-up, a descriptor-relative path and successes are not there
+
+
+def test_refusals_become_rules_and_the_protected_ones_are_refused_on_purpose(tmp_path: Path):
+    found = read_trace(TRACE.splitlines(), PROJECT)
+    rules, apart = classify(found, home=HOME, project=PROJECT, rules=RULES, protected=PROTECTED)
+    assert [u.rule for u in rules] == [
+        "rw:~/.cache2",
+        "rw:~/.config",
+        "rw:~/.local/share/tool",
+    ]
+    tool = rules[-1]
+    assert tool.count == 2 and tool.first == "10:00:00.000100"
+    why = {r.path: r.why for r in apart}
+    assert why[f"{HOME}/.ssh/known_hosts"] == (
+        f"refused on purpose: deny:{HOME}/.ssh (built-in default)"
+    )
+    assert why[f"{PROJECT}/.git/hooks/pre-commit"].startswith(
+        f"refused on purpose: deny-write:{PROJECT}/.git/hooks (egg: git"
+    )
+    assert why["/usr/lib/python3/x.pyc"].startswith("outside your home and this project")
+    assert why[f"{HOME}/.zshenv"].startswith("it would need your home directory writable")
+    assert why[f"{HOME}/other/secret"].startswith("EACCES on a read")
+    assert why[f"{PROJECT}/a"].startswith("EROFS: already writable by the policy")
+
+
+def test_a_deeper_rule_folds_into_its_ancestor():
+    found = [
+        Refusal(f"{HOME}/.local/share/tool/a/b/c", "mkdir", "EROFS", "create", "1"),
+        Refusal(f"{HOME}/.local/share/tool/x", "openat", "EROFS", "create", "2"),
+    ]
+    rules, _ = classify(found, home=HOME, project=PROJECT, rules=RULES, protected=())
+    assert [(u.rule, u.count) for u in rules] == [("rw:~/.local/share/tool", 2)]
+
+
+def test_an_existing_file_opened_for_writing_is_the_rule_itself(tmp_path: Path):
+    home = str(tmp_path)
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("x")
+    found = [Refusal(f"{home}/notes/todo.txt", "openat", "EROFS", "create", "1")]
+    rules, _ = classify(found, home=home, project=f"{home}/p", rules=(), protected=())
+    assert [u.rule for u in rules] == ["rw:~/notes/todo.txt"]
