@@ -236,7 +236,11 @@ def classify(
             continue
         mode = pathrules.governing_mode(target, [(p, m) for p, m, _ in rules])
         if mode in pathrules.WRITABLE_MODES or mode == "cache":
-            refuse(r.path, f"{r.errno}: already writable by the policy (the host refused it)")
+            refuse(
+                r.path,
+                f"{r.errno}: writable under egg.yaml now (a rule added since the run, "
+                "or the host's own permissions refused it)",
+            )
             continue
         use = uses.setdefault(target, FsUse(f"rw:{_shown(target, home)}", target))
         use.count += 1

@@ -70,6 +70,7 @@ class Sources:
     traces: tuple[Path, ...]
     #: the session's meta (empty for --log/--trace files)
     meta: dict[str, Any]
+    session: str = ""
 
 
 @attrs.frozen
@@ -134,6 +135,7 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
             **found.to_json(),
             "config": str(config.path or ""),
             "logs": [str(p) for p in sources.logs],
+            "session": sources.session or None,
             "fs": fs.to_json(sources.traces) if fs else None,
             "diff": edit.diff() if edit else "",
             "applied": ns.apply and edit is not None and edit.after != edit.before,
@@ -183,6 +185,7 @@ def _sources(ctx: Context, words: list[str], ns: argparse.Namespace) -> Sources:
         tuple(p for p in (paths.network_log,) if p.is_file()),
         tuple(p for p in (paths.trace_log,) if p.is_file()),
         read_json(paths.meta),
+        paths.id,
     )
 
 
@@ -215,7 +218,10 @@ def _print(found: Suggestion, fs: FsPart | None, config: ResolvedConfig, src: So
     from egg_core.cli.table import render_table
 
     if src.logs:
-        print(f"read {found.records} requests from {', '.join(str(p) for p in src.logs)}")
+        where = ", ".join(str(p) for p in src.logs)
+        if src.session:
+            where = f"session {src.session} ({where})"
+        print(f"read {found.records} requests from {where}")
     if found.corrupt_lines:
         print(
             f"egg: skipped {found.corrupt_lines} lines that are not decision records",
@@ -223,6 +229,7 @@ def _print(found: Suggestion, fs: FsPart | None, config: ResolvedConfig, src: So
         )
     if found.hosts:
         print("\nenforce mode would have refused:")
+        several = len(src.logs) > 1
         rows = [
             [
                 h.host + ("  (did not resolve)" if h.unresolved else ""),
@@ -230,10 +237,12 @@ def _print(found: Suggestion, fs: FsPart | None, config: ResolvedConfig, src: So
                 str(h.count),
                 h.first,
                 h.last,
+                *([", ".join(h.sources)] if several else []),
             ]
             for h in found.hosts
         ]
-        print(render_table(["HOST", "PORTS", "COUNT", "FIRST", "LAST"], rows))
+        head = ["HOST", "PORTS", "COUNT", "FIRST", "LAST", *(["LOG"] if several else [])]
+        print(render_table(head, rows))
     for f in found.folded:
         print(f"folded into {f.entry}: {', '.join(f.replaces)}")
     if found.refused:

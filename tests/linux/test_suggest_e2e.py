@@ -110,6 +110,8 @@ def test_a_traced_run_suggests_fs_rules_and_refuses_the_protected_paths(box: Box
     assert (box.workspace / "egg.yaml").read_text() == (
         "network: none   # no network\nfs:\n  - 'rw:~/.local/share/tool'\n"
     )
+    after = json.loads(box.run("policy", "suggest", "--json").stdout)["fs"]
+    assert after["add"] == []  # applied: nothing left to suggest from that trace
     second = box.run("run", "--", "sh", "-c", TRACED)
     assert second.returncode == 0, second.stderr
     assert (box.home / ".local/share/tool/state").read_text() == "1\n"

@@ -93,6 +93,11 @@ def test_the_command_reads_logs_and_says_what_to_add(tmp_path: Path, egg_home: P
     assert added in shown.stdout and "next: set network.mode: enforce" in shown.stdout
     assert "169.254.169.254:80 (1x): the cloud metadata address" in shown.stdout
     assert "skipped 1 lines" in shown.stderr
+    second = tmp_path / "second.log"
+    second.write_text(json.dumps(record("api.example.com", would_deny=True)) + "\n")
+    both = egg(env, tmp_path, "policy", "suggest", "--log", str(log), "--log", str(second))
+    assert "LOG" in both.stdout.splitlines()[3]  # which log each host came from
+    assert f"{log}, {second}" in both.stdout
     data = json.loads(egg(env, tmp_path, "policy", "suggest", "--log", str(log), "--json").stdout)
     assert data["add"][:2] == ["api.example.com", "git.example.com:8443"]
     assert data["corrupt_lines"] == 1 and data["config"] == str(tmp_path / "egg.yaml")

@@ -77,7 +77,7 @@ def test_refusals_become_rules_and_the_protected_ones_are_refused_on_purpose(tmp
     assert why["/usr/lib/python3/x.pyc"].startswith("outside your home and this project")
     assert why[f"{HOME}/.zshenv"].startswith("it would need your home directory writable")
     assert why[f"{HOME}/other/secret"].startswith("EACCES on a read")
-    assert why[f"{PROJECT}/a"].startswith("EROFS: already writable by the policy")
+    assert why[f"{PROJECT}/a"].startswith("EROFS: writable under egg.yaml now")
 
 
 def test_a_deeper_rule_folds_into_its_ancestor():
