@@ -242,6 +242,8 @@ def compose(text: str, source: str) -> yaml.Node | None:
         raise ConfigError(f"{source}: YAML error: {message}") from exc
     except RecursionError as exc:
         raise ConfigError(f"{source}: YAML nested too deeply") from exc
+    except UnicodeEncodeError as exc:  # a lone surrogate: text that never came from UTF-8
+        raise ConfigError(f"{source}: not valid UTF-8 text (at character {exc.start})") from exc
 
 
 def load_config_string(text: str, source: str = "<string>") -> EggConfig:

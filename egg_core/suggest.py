@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,11 @@ from egg_core.loopback import is_loopback, parse_address
 from egg_core.netrules import DEFAULT_PORTS, NetworkRules
 
 METADATA = ipaddress.ip_address("169.254.169.254")
+#: a host name egg.yaml can hold: letters, digits and hyphens in labels of at most 63, at most
+#: 253 in all; no wildcard (a name comes from what the sandboxed program asked the proxy for)
+HOST_NAME = re.compile(
+    r"(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*"
+)
 #: a log line longer than this is not a decision record
 MAX_LINE = 64 * 1024
 
@@ -157,6 +163,8 @@ def never_suggested(host: str, reason: str) -> str | None:
         return f"it resolved to a private address ({reason})"
     if "unparseable address" in reason:
         return reason
+    if not HOST_NAME.fullmatch(host):
+        return "not a host name egg.yaml can hold (only letters, digits, hyphens and dots)"
     return None
 
 
@@ -212,7 +220,7 @@ def fold(entries: Sequence[str]) -> tuple[list[str], list[Fold]]:
         wildcard = f"*.{domain}" + (f":{port}" if port else "")
         out.append(wildcard)
         folds.append(Fold(wildcard, str(domain), tuple(members)))
-    return out, folds
+    return list(dict.fromkeys(out)), folds
 
 
 def _split_entry(entry: str) -> tuple[str, str]:

@@ -1,45 +1,46 @@
-"""``egg policy suggest --apply``: add allowlist entries to the egg.yaml a run used.
+"""``egg policy suggest --apply``: add allowlist entries and fs rules to the egg.yaml a run used.
 
 Every byte the user wrote stays where it was: comments, key order, quoting, indentation, blank
-lines. A round-trip *dump* would not promise that (ruamel.yaml re-indents every mapping of the
-file to one width and moves trailing comments), so ruamel.yaml only *composes* the file, whose
-nodes carry exact positions, and the new entries are inserted as text where the list ends (or
-where the key that will hold them goes), written in the style of the list they join.
+lines. A round-trip *dump* does not promise that (ruamel.yaml's re-indents every mapping of a
+file to one width and moves trailing comments), so nothing is re-serialised: egg's own YAML
+parser (:func:`egg_core.config_yaml.compose`, the one every run loads egg.yaml with, so the two
+can never disagree about a file) gives each node's exact position, and the new entries are
+inserted as text where the list ends (or where the key that will hold them goes), written in the
+style of the list they join.
 
-Before anything is written the result must pass the checks a run would make: egg's own loader
-(same errors, same line numbers), the base chain resolved again, every added entry now matched
-by the allowlist, and nothing but ``network`` changed. The write is atomic (a fresh file renamed
-over) and refused when the file changed since it was read. ``mode`` is never touched: switching
-to ``enforce`` is the user's step.
+The edit is checked before it is shown and again before it is written: egg's own loader (same
+errors, same line numbers) and the base chain resolved again, every added entry matched by the
+allowlist afterwards, nothing but the additions changed, and no wildcard added unless ``--fold``
+proposed it (hostnames come from what the sandboxed program asked for). The write is atomic (a
+fresh file renamed over) and refused when the file changed since it was read. ``mode`` is never
+touched: switching to ``enforce`` is the user's step.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import attrs
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
-from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+import yaml
 
 from egg_core import safeio
 from egg_core.config_files import ResolvedConfig, resolve_config
-from egg_core.config_yaml import decode, load_config_file, load_config_string, to_data
+from egg_core.config_yaml import compose, decode, load_config_file, load_config_string, to_data
 from egg_core.errors import ConfigError, EggError, UsageError
 from egg_core.netrules import DEFAULT_PORTS, NetworkRules
 
 #: an egg.yaml larger than this is not edited (the loader's own limit is far above real files)
 MAX_CONFIG_BYTES = 1024 * 1024
 _PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]*(:[0-9]{1,5})?")
+_DOCUMENT_END = re.compile(r"^\.\.\.[ \t]*(#.*)?$", re.MULTILINE)
 
 
 @attrs.frozen
 class Applied:
-    """What ``--apply`` did to one file."""
+    """What ``--apply`` does (or did) to one file."""
 
     path: Path
     #: the allowlist entries added (the file already had the others)
@@ -76,12 +77,7 @@ def network_file(resolved: ResolvedConfig) -> Path:
     """The file ``--apply`` edits: the discovered egg.yaml, which must itself hold ``network``
     unless no base of it does (then the key is added to it). A ``network`` that comes from a base
     is refused, naming the base: editing a shared base would widen every config built on it."""
-    if resolved.path is None:
-        raise UsageError(
-            "no egg.yaml to edit: this directory uses the built-in default "
-            "(create ./egg.yaml, or pass --config PATH)"
-        )
-    path = Path(os.path.abspath(resolved.path))
+    path = _leaf(resolved)
     leaf = load_config_file(path)
     if "network" in leaf.present:
         return path
@@ -96,58 +92,56 @@ def network_file(resolved: ResolvedConfig) -> Path:
     return path
 
 
-def edit_text(text: str, entries: Sequence[str], source: str, section: str = "network") -> str:
-    """``text`` with ``entries`` added to its ``network`` allowlist or its ``fs`` rules, as
-    inserted text; unchanged when ``entries`` is empty."""
-    if not entries:
-        return text
-    root = _compose(text, source)
-    newline = "\r\n" if "\r\n" in text else "\n"
-    if root is None:
-        return _append_section(text, section, entries, newline)
-    if not isinstance(root, MappingNode):
-        raise ConfigError(f"{source}: the top level is not a mapping")
-    pair = _pair(root, section)
-    if pair is None:
-        return _append_section(text, section, entries, newline)
-    if section == "fs":
-        if isinstance(pair[1], SequenceNode):
-            return _extend(text, pair[1], entries, newline)
-        if isinstance(pair[1], ScalarNode):
-            return _replace_scalar(text, *pair, _flow_list(entries))  # fs: / fs: ~
-        raise ConfigError(f"{source}: fs is not a list")
-    network = pair[1]
-    network = pair[1]
-    if isinstance(network, SequenceNode):
-        return _extend(text, network, entries, newline)
-    if isinstance(network, ScalarNode):
-        if network.value.strip() == "*":
-            return text  # everything is allowed already
-        return _replace_scalar(text, *pair, _flow_list(entries))  # network: / none / ~
-    if not isinstance(network, MappingNode):
-        raise ConfigError(f"{source}: network is neither a list nor a mapping")
-    pair = _pair(network, "domains")
-    if pair is None:
-        return _add_domains_key(text, network, entries, newline)
-    domains = pair[1]
-    if isinstance(domains, SequenceNode):
-        return _extend(text, domains, entries, newline)
-    if isinstance(domains, ScalarNode):
-        if domains.value.strip() == "*":
-            return text
-        return _replace_scalar(text, *pair, _flow_list(entries))
-    raise ConfigError(f"{source}: network.domains is neither a list nor '*'")
+def _leaf(resolved: ResolvedConfig) -> Path:
+    if resolved.path is None:
+        raise UsageError(
+            "no egg.yaml to edit: this directory uses the built-in default "
+            "(create ./egg.yaml, or pass --config PATH)"
+        )
+    return Path(os.path.abspath(resolved.path))
 
 
 def planned_edit(
-    resolved: ResolvedConfig, network: Sequence[str], fs: Sequence[str] = ()
+    resolved: ResolvedConfig,
+    network: Sequence[str],
+    fs: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+    wildcards: Collection[str] = (),
 ) -> Applied:
-    """What ``--apply`` would write (nothing is written): the file, the entries it lacks, and
-    its text before and after."""
+    """What ``--apply`` would write, checked (nothing is written): the file, the entries it
+    lacks, and its text before and after. ``wildcards``: the ``*.`` entries ``--fold`` made,
+    the only ones that may be added."""
     path = network_file(resolved) if network else _leaf(resolved)
     before = decode(_read(os.path.realpath(path), path), str(path))
     after, new_domains, new_fs = add_entries(before, network, fs, str(path))
-    return Applied(path, new_domains, before, after, new_fs)
+    edit = Applied(path, new_domains, before, after, new_fs)
+    if after != before:
+        _check(edit, os.environ if environ is None else environ, wildcards)
+    return edit
+
+
+def apply_entries(
+    resolved: ResolvedConfig,
+    network: Sequence[str],
+    environ: Mapping[str, str],
+    fs: Sequence[str] = (),
+    wildcards: Collection[str] = (),
+) -> Applied:
+    """Add ``network`` entries to the allowlist and ``fs`` rules to the config ``resolved``
+    came from, checked and written atomically (see the module docstring)."""
+    edit = planned_edit(resolved, network, fs, environ, wildcards)
+    if edit.after == edit.before:
+        return edit
+    real = os.path.realpath(edit.path)  # a symlinked egg.yaml: edit the file, keep the link
+    data = _read(real, edit.path)
+    if decode(data, str(edit.path)) != edit.before:
+        raise EggError(f"{edit.path}: changed while egg was editing it; nothing written, run again")
+    bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
+    st = os.stat(real)
+    safeio.replace(real, bom + edit.after.encode("utf-8"), mode=st.st_mode & 0o7777)
+    if os.geteuid() == 0 and (st.st_uid, st.st_gid) != (0, 0):
+        os.chown(real, st.st_uid, st.st_gid, follow_symlinks=False)
+    return edit
 
 
 def add_entries(
@@ -163,50 +157,55 @@ def add_entries(
     return edit_text(after, new_fs, source, "fs"), new_domains, new_fs
 
 
-def apply_entries(
-    resolved: ResolvedConfig,
-    network: Sequence[str],
-    environ: Mapping[str, str],
-    fs: Sequence[str] = (),
-) -> Applied:
-    """Add ``network`` entries to the allowlist and ``fs`` rules to the config ``resolved``
-    came from, checked and written atomically (see the module docstring)."""
-    edit = planned_edit(resolved, network, fs)
-    path = edit.path
-    if edit.after == edit.before:
-        return edit
-    real = os.path.realpath(path)  # a symlinked egg.yaml: edit the file, keep the link
-    data = _read(real, path)
-    if decode(data, str(path)) != edit.before:
-        raise EggError(f"{path}: changed while egg was editing it; nothing written, run again")
-    _check(edit, environ)
-    bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
-    st = os.stat(real)
-    safeio.replace(real, bom + edit.after.encode("utf-8"), mode=st.st_mode & 0o7777)
-    if os.geteuid() == 0 and (st.st_uid, st.st_gid) != (0, 0):
-        os.chown(real, st.st_uid, st.st_gid, follow_symlinks=False)
-    return edit
+def edit_text(text: str, entries: Sequence[str], source: str, section: str = "network") -> str:
+    """``text`` with ``entries`` added to its ``network`` allowlist or its ``fs`` rules, as
+    inserted text; unchanged when ``entries`` is empty. The result is not validated here (see
+    :func:`planned_edit`)."""
+    if not entries:
+        return text
+    root = compose(text, source)
+    newline = "\r\n" if "\r\n" in text else "\n"
+    if root is None or (isinstance(root, yaml.ScalarNode) and root.value == ""):
+        return _add_top_key(text, None, section, entries, newline)  # nothing, or only "---"
+    if not isinstance(root, yaml.MappingNode):
+        raise ConfigError(f"{source}: the top level is not a mapping")
+    pair = _pair(root, section, source)
+    if pair is None:
+        return _add_top_key(text, root, section, entries, newline)
+    key, value = pair
+    if section == "fs":
+        if isinstance(value, yaml.SequenceNode):
+            return _extend(text, value, entries, newline)
+        if isinstance(value, yaml.ScalarNode):
+            return _replace_scalar(text, key, value, _flow_list(entries), source)  # fs: / ~
+        raise ConfigError(f"{source}: fs is not a list")
+    if isinstance(value, yaml.SequenceNode):
+        return _extend(text, value, entries, newline)
+    if isinstance(value, yaml.ScalarNode):
+        if value.value.strip() == "*":
+            return text  # everything is allowed already
+        return _replace_scalar(text, key, value, _flow_list(entries), source)  # none / ~ / empty
+    if not isinstance(value, yaml.MappingNode):
+        raise ConfigError(f"{source}: network is neither a list nor a mapping")
+    pair = _pair(value, "domains", source)
+    if pair is None:
+        return _add_domains_key(text, value, entries, newline, source)
+    key, domains = pair
+    if isinstance(domains, yaml.SequenceNode):
+        return _extend(text, domains, entries, newline)
+    if isinstance(domains, yaml.ScalarNode):
+        if domains.value.strip() == "*":
+            return text
+        return _replace_scalar(text, key, domains, _flow_list(entries), source)
+    raise ConfigError(f"{source}: network.domains is neither a list nor '*'")
 
 
-def _leaf(resolved: ResolvedConfig) -> Path:
-    if resolved.path is None:
-        raise UsageError(
-            "no egg.yaml to edit: this directory uses the built-in default "
-            "(create ./egg.yaml, or pass --config PATH)"
-        )
-    return Path(os.path.abspath(resolved.path))
-
-
-def _read(real: str, shown: Path) -> bytes:
-    try:
-        return safeio.read_regular(real, MAX_CONFIG_BYTES)
-    except OSError as exc:
-        raise UsageError(f"{shown}: cannot read it: {exc.strerror or exc}") from None
-
-
-def _check(edit: Applied, environ: Mapping[str, str]) -> None:
+def _check(edit: Applied, environ: Mapping[str, str], wildcards: Collection[str]) -> None:
     """The edit passes what a run checks, adds exactly what it says and changes nothing else."""
     path = edit.path
+    for entry in edit.added:
+        if "*" in entry and entry not in wildcards:
+            raise EggError(f"{path}: refusing to add the wildcard {entry!r} (only --fold adds one)")
     old = load_config_string(edit.before, str(path))
     try:
         new = load_config_string(edit.after, str(path))
@@ -236,18 +235,23 @@ def _check(edit: Applied, environ: Mapping[str, str]) -> None:
             raise EggError(f"{path}: after the edit {entry} is still refused; nothing written")
 
 
-def _compose(text: str, source: str) -> Node | None:
+def _read(real: str, shown: Path) -> bytes:
     try:
-        node: Node | None = YAML().compose(text)
-    except YAMLError as exc:
-        raise ConfigError(f"{source}: not valid YAML ({exc})") from None
-    return node
+        return safeio.read_regular(real, MAX_CONFIG_BYTES)
+    except OSError as exc:
+        raise UsageError(f"{shown}: cannot read it: {exc.strerror or exc}") from None
 
 
-def _pair(mapping: MappingNode, key: str) -> tuple[Node, Node] | None:
-    """The key and value nodes of ``key`` in ``mapping``."""
+def _pair(mapping: yaml.MappingNode, key: str, source: str) -> tuple[yaml.Node, yaml.Node] | None:
+    """The key and value nodes of ``key`` in ``mapping``; an alias (``network: *shared``) is
+    refused, since text inserted there would change the anchor's other uses too."""
     for key_node, value_node in mapping.value:
-        if isinstance(key_node, ScalarNode) and key_node.value == key:
+        if isinstance(key_node, yaml.ScalarNode) and key_node.value == key:
+            if value_node.start_mark.index < key_node.end_mark.index:
+                raise ConfigError(
+                    f"{source}: {key} is an alias of another part of the file; "
+                    "write it out to let egg add to it"
+                )
             return key_node, value_node
     return None
 
@@ -256,66 +260,96 @@ def _flow_list(entries: Sequence[str]) -> str:
     return "[" + ", ".join(yaml_item(e) for e in entries) + "]"
 
 
-def _line_end(text: str, index: int) -> int:
-    """The index just past the newline that ends the line holding ``index`` (or the end)."""
-    end = text.find("\n", index)
-    return len(text) if end < 0 else end + 1
+def _after_node(text: str, node: yaml.Node) -> int:
+    """Where a line inserted after ``node`` goes: after the line it ends on, or right where it
+    ends if that is already a line start (a block scalar ends at the next line)."""
+    end = node.end_mark.index
+    if end > 0 and text[end - 1] == "\n":
+        return end
+    found = text.find("\n", end)
+    return len(text) if found < 0 else found + 1
 
 
 def _with_final_newline(text: str, newline: str) -> str:
     return text if not text or text.endswith("\n") else text + newline
 
 
-def _extend(text: str, seq: SequenceNode, entries: Sequence[str], newline: str) -> str:
+def _extend(text: str, seq: yaml.SequenceNode, entries: Sequence[str], newline: str) -> str:
     """Entries appended to a list, in its own style."""
-    items: list[Any] = seq.value
+    items = seq.value
     if seq.flow_style:
         if items:  # after the last item (a trailing comma after it stays valid)
             at = items[-1].end_mark.index
             return text[:at] + "".join(", " + yaml_item(e) for e in entries) + text[at:]
         at = seq.end_mark.index - 1  # just inside the closing bracket of []
-        if text[at : at + 1] != "]":
-            raise ConfigError("the network list's closing bracket is not where YAML said")
         return text[:at] + ", ".join(yaml_item(e) for e in entries) + text[at:]
     last = items[-1]
     line_start = text.rfind("\n", 0, last.start_mark.index) + 1
     prefix = text[line_start : last.start_mark.index]
     if prefix.strip() != "-":  # not "<indent>- item" on its own line: write a standard dash
         prefix = " " * seq.start_mark.column + "- "
-    at = _line_end(text, last.end_mark.index)
+    at = _after_node(text, last)
     head = _with_final_newline(text[:at], newline)
     added = "".join(prefix + yaml_item(e) + newline for e in entries)
     return head + added + text[at:]
 
 
-def _replace_scalar(text: str, key: Node, node: Node, value: str) -> str:
+def _replace_scalar(text: str, key: yaml.Node, node: yaml.Node, value: str, source: str) -> str:
     """The scalar ``node`` (``none``, ``~``, or nothing at all after ``key:``) replaced."""
     start, end = node.start_mark.index, node.end_mark.index
-    if start == end:  # an empty value: YAML may place it on the next line, after the colon
-        start = end = text.index(":", key.end_mark.index) + 1
+    if start == end:  # an empty value, placed by YAML at the next token: write after the colon
+        between = text[key.end_mark.index : max(start, key.end_mark.index)]
+        colon = between.find(":")
+        if colon < 0:
+            raise ConfigError(f"{source}: {key.value} has no ':' egg can write after")
+        start = end = key.end_mark.index + colon + 1
         value = " " + value
     return text[:start] + value + text[end:]
 
 
-def _add_domains_key(text: str, mapping: MappingNode, entries: Sequence[str], newline: str) -> str:
+def _add_domains_key(
+    text: str, mapping: yaml.MappingNode, entries: Sequence[str], newline: str, source: str
+) -> str:
     """``domains:`` added to a network mapping that has none (``network: {mode: observe}``)."""
     items = _flow_list(entries)
-    if mapping.flow_style:
-        if mapping.value:
-            at = mapping.value[-1][1].end_mark.index
-            return text[:at] + ", domains: " + items + text[at:]
-        at = mapping.end_mark.index - 1
-        return text[:at] + "domains: " + items + text[at:]
+    if mapping.flow_style or not mapping.value:
+        return _into_flow_mapping(text, mapping, f"domains: {items}", source)
     first_key = mapping.value[0][0]
     line_start = text.rfind("\n", 0, first_key.start_mark.index) + 1
     indent = " " * first_key.start_mark.column
     if text[line_start : first_key.start_mark.index].strip():
-        raise ConfigError("the network mapping does not start on a line of its own")
+        raise ConfigError(f"{source}: the network mapping does not start on a line of its own")
     lines = [indent + "domains:"] + [indent + "  - " + yaml_item(e) for e in entries]
     return text[:line_start] + newline.join(lines) + newline + text[line_start:]
 
 
-def _append_section(text: str, section: str, entries: Sequence[str], newline: str) -> str:
-    """A ``network:`` (or ``fs:``) list appended to a file that has no such key."""
+def _into_flow_mapping(text: str, mapping: yaml.MappingNode, pair: str, source: str) -> str:
+    if mapping.value:
+        at = mapping.value[-1][1].end_mark.index
+        return text[:at] + ", " + pair + text[at:]
+    at = mapping.end_mark.index - 1
+    if text[at : at + 1] != "}":
+        raise ConfigError(f"{source}: cannot find where the mapping ends")
+    return text[:at] + pair + text[at:]
+
+
+def _add_top_key(
+    text: str,
+    root: yaml.MappingNode | None,
+    section: str,
+    entries: Sequence[str],
+    newline: str,
+) -> str:
+    """A ``network:`` (or ``fs:``) list added to a file that has no such key: inside a flow
+    mapping's braces, after a block mapping's last value, or at the end of an empty file — never
+    after a document end marker (``...``), which would start a second document."""
+    if root is not None and root.flow_style:
+        return _into_flow_mapping(text, root, f"{section}: {_flow_list(entries)}", "egg.yaml")
     lines = [f"{section}:"] + ["  - " + yaml_item(e) for e in entries]
-    return _with_final_newline(text, newline) + newline.join(lines) + newline
+    block = newline.join(lines) + newline
+    if root is not None and root.value:
+        at = _after_node(text, root.value[-1][1])
+        return _with_final_newline(text[:at], newline) + block + text[at:]
+    marker = _DOCUMENT_END.search(text)
+    at = marker.start() if marker else len(text)
+    return _with_final_newline(text[:at], newline) + block + text[at:]

@@ -26,7 +26,7 @@ from __future__ import annotations
 import codecs
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -77,7 +77,13 @@ _LINE = re.compile(
     r"^(?P<pid>\d+)\s+(?P<time>\d[\d:.]*)\s+"
     r"(?:(?P<call>\w+)\((?P<args>.*)|<\.\.\. (?P<resumed>\w+) resumed>(?P<rest>.*))$"
 )
-_RESULT = re.compile(r"\)\s+=\s+(?P<value>-?\d+|\?)(?:\s+(?P<errno>E[A-Z0-9]+))?")
+#: what follows a call's closing ``) = `` (found in the text with strings blanked out)
+_RESULT = re.compile(
+    r"(?P<value>-?\w+|\?)(?:\s+/\*\s*(?P<nspid>\d+) in strace's PID NS\s*\*/)?"
+    r"(?:\s+(?P<errno>E[A-Z0-9]+)\b)?"
+)
+_UNFINISHED = "<unfinished ...>"
+_FORKS = ("clone", "clone3", "fork", "vfork")
 _STRING = re.compile(r'"((?:[^"\\]|\\.)*)"(\.\.\.)?')
 
 
@@ -90,6 +96,8 @@ class Refusal:
     errno: str
     intent: str  # create | remove | write | read
     time: str
+    #: False: a relative path from a process whose working directory the trace does not show
+    cwd_known: bool = True
 
 
 @attrs.define
@@ -133,52 +141,110 @@ def _unescape(text: str) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
-def read_trace(lines: Iterable[str], start_cwd: str) -> list[Refusal]:
-    """The path calls in an strace ``-f -tt`` record that failed with EROFS/EACCES/EPERM."""
-    cwd: dict[str, str] = {}
+@attrs.frozen
+class _Call:
+    """One finished syscall line, its strings unescaped, the rest with strings blanked out (a
+    program chooses what its string arguments say, never the text around them)."""
+
+    pid: str
+    time: str
+    name: str
+    args: str
+    skeleton: str
+    spans: list[re.Match[str]]
+    value: str
+    errno: str | None
+    #: the child's pid as strace sees it (``--decode-pids=pidns``), for clone/fork results
+    child: str | None
+
+
+def _calls(lines: Iterable[str]) -> Iterator[tuple[str, _Call | None]]:
+    """(pid, the call finished on this line or None) for every line of a record."""
     pending: dict[str, tuple[str, str]] = {}  # pid -> (call, args so far), for <unfinished ...>
-    found: list[Refusal] = []
     for line in lines:
         match = _LINE.match(line.rstrip("\n"))
         if match is None:
             continue
-        pid, when = match["pid"], match["time"]
+        pid = match["pid"]
         if match["call"] is not None:
-            call, args = match["call"], match["args"]
-            if args.endswith("<unfinished ...>"):
-                pending[pid] = (call, args[: -len("<unfinished ...>")])
+            name, args = match["call"], match["args"]
+            if args.endswith(_UNFINISHED):
+                pending[pid] = (name, args[: -len(_UNFINISHED)])
+                yield pid, None
                 continue
         else:
             if pid not in pending or pending[pid][0] != match["resumed"]:
+                yield pid, None
                 continue
-            call, head = pending.pop(pid)
+            name, head = pending.pop(pid)
             args = head + match["rest"]
-        result = _RESULT.search(args)
+        skeleton = _STRING.sub('""', args)
+        end = skeleton.rfind(") = ")
+        result = _RESULT.match(skeleton[end + 4 :]) if end >= 0 else None
         if result is None:
+            yield pid, None
             continue
-        here = cwd.get(pid, start_cwd)
-        spans = list(_STRING.finditer(args[: result.start()]))
-        strings = [_unescape(m.group(1)) for m in spans]
-        if call in ("clone", "clone3", "fork", "vfork") and result["value"].isdigit():
-            cwd[result["value"]] = here
+        spans = list(_STRING.finditer(args))
+        value, errno = result["value"], result["errno"]
+        child = result["nspid"] or (value if value.isdigit() else None)
+        yield pid, _Call(pid, match["time"], name, args, skeleton, spans, value, errno, child)
+
+
+def read_trace(lines: Iterable[str], start_cwd: str) -> list[Refusal]:
+    """The path calls in an strace ``-f -tt`` record that failed with EROFS/EACCES/EPERM.
+
+    Relative paths need each process's working directory: the first process starts in
+    ``start_cwd``; ``chdir`` changes it (``fchdir`` makes it unknown); a child takes its
+    parent's when it first shows up (the parent is inside clone/fork then, so that is the
+    directory it forked in — a child's lines can come before its parent's result), and shares
+    it with the parent for good when cloned with CLONE_FS (threads). A relative path whose
+    directory is unknown is kept with ``cwd_known=False``, never guessed.
+    """
+    records = list(_calls(lines))
+    parent: dict[str, tuple[str, bool]] = {}  # child pid -> (parent pid, shares cwd)
+    for pid, call in records:
+        if call is not None and call.name in _FORKS and call.child is not None:
+            parent[call.child] = (pid, "CLONE_FS" in call.skeleton)
+    cells: dict[str, list[str | None]] = {}  # pid -> its working directory (shared by threads)
+    found: list[Refusal] = []
+    for pid, call in records:
+        if pid not in cells:
+            if not cells:
+                cells[pid] = [start_cwd]
+            elif pid in parent and parent[pid][0] in cells:
+                source, shared = parent[pid]
+                cells[pid] = cells[source] if shared else list(cells[source])
+            else:
+                cells[pid] = [None]
+        if call is None:
             continue
-        if call == "chdir" and result["value"] == "0" and strings:
-            cwd[pid] = os.path.normpath(os.path.join(here, strings[0]))
+        cell = cells[pid]
+        strings = [_unescape(m.group(1)) for m in call.spans]
+        if call.name == "chdir" and call.value == "0" and strings:
+            if strings[0].startswith("/"):
+                cell[0] = os.path.normpath(strings[0])
+            elif cell[0] is not None:
+                cell[0] = os.path.normpath(os.path.join(cell[0], strings[0]))
             continue
-        if result["errno"] not in ERRORS or call not in PATH_CALLS:
+        if call.name == "fchdir" and call.value == "0":
+            cell[0] = None
             continue
-        index, intent = PATH_CALLS[call]
-        if len(strings) <= index or not _resolvable(args, spans[index]):
+        if call.errno not in ERRORS or call.name not in PATH_CALLS:
             continue
+        index, intent = PATH_CALLS[call.name]
         if intent == "open":
-            intent = _open_intent(args)
-        path = os.path.normpath(os.path.join(here, strings[index]))
-        if path.startswith(BWRAP_SETUP):
-            continue  # bwrap building the sandbox, before the command runs
-        found.append(Refusal(path, call, result["errno"], intent, when))
-        if call in SECOND_PATH_CREATES and len(strings) > 1 and _resolvable(args, spans[1]):
-            second = os.path.normpath(os.path.join(here, strings[1]))
-            found.append(Refusal(second, call, result["errno"], "create", when))
+            intent = _open_intent(call.skeleton)
+        places = [(index, intent)]
+        if call.name in SECOND_PATH_CREATES:
+            places.append((1, "create"))
+        for at, what in places:
+            if len(strings) <= at or not _resolvable(call.args, call.spans[at]):
+                continue
+            known = strings[at].startswith("/") or cell[0] is not None
+            path = os.path.normpath(os.path.join(cell[0] or "", strings[at]))
+            if path.startswith(BWRAP_SETUP):
+                continue  # bwrap building the sandbox, before the command runs
+            found.append(Refusal(path, call.name, str(call.errno), what, call.time, known))
     return found
 
 
@@ -215,6 +281,9 @@ def classify(
         apart[(path, why)] = apart.get((path, why), 0) + 1
 
     for r in refusals:
+        if not r.cwd_known:
+            refuse(r.path, "relative to a working directory the trace does not show")
+            continue
         why = _on_purpose(r.path, rules, protected)
         if why is not None:
             refuse(r.path, f"refused on purpose: {why}")
@@ -228,6 +297,13 @@ def classify(
             # a new name (or one taken away) needs its directory writable; a file that exists
             # and is opened with O_CREAT is written in place
             target = os.path.dirname(r.path) or "/"
+        if not expressible(target):
+            refuse(
+                r.path,
+                "egg.yaml cannot hold this path (not UTF-8, a control character, or "
+                "spaces at either end)",
+            )
+            continue
         if not (pathrules.under(target, home) or pathrules.under(target, project)):
             refuse(r.path, "outside your home and this project: egg does not propose that")
             continue
@@ -251,6 +327,16 @@ def classify(
             use.examples.append(example)
     kept = _fold_into_ancestors(uses)
     return kept, [FsRefused(p, why, n) for (p, why), n in sorted(apart.items())]
+
+
+def expressible(path: str) -> bool:
+    """A path an fs rule can name: UTF-8 text (strace's escapes of other bytes decode to lone
+    surrogates), printable, no spaces at either end (egg.yaml strips them)."""
+    return (
+        path.isprintable()
+        and path == path.strip()
+        and not any("\udc80" <= ch <= "\udcff" for ch in path)
+    )
 
 
 def _on_purpose(

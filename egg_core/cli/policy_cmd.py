@@ -122,10 +122,13 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
     edit_problem = None
     if found.add or fs_rules:
         try:
+            folds = [f.entry for f in found.folded]
             if ns.apply:
-                edit = suggest_apply.apply_entries(config, found.add, ctx.environ, fs_rules)
+                edit = suggest_apply.apply_entries(
+                    config, found.add, ctx.environ, fs_rules, wildcards=folds
+                )
             else:
-                edit = suggest_apply.planned_edit(config, found.add, fs_rules)
+                edit = suggest_apply.planned_edit(config, found.add, fs_rules, ctx.environ, folds)
         except EggError as exc:
             if ns.apply:
                 raise
@@ -215,7 +218,7 @@ def _fs_part(ctx: Context, sources: Sources, cwd: Path, config_path: str | None)
 
 
 def _print(found: Suggestion, fs: FsPart | None, config: ResolvedConfig, src: Sources) -> None:
-    from egg_core.cli.table import render_table
+    from egg_core.cli.table import printable, render_table
 
     if src.logs:
         where = ", ".join(str(p) for p in src.logs)
@@ -248,7 +251,7 @@ def _print(found: Suggestion, fs: FsPart | None, config: ResolvedConfig, src: So
     if found.refused:
         print("\nnever suggested:")
         for r in found.refused:
-            print(f"  {r.host}:{r.port} ({r.count}x): {r.why}")
+            print(f"  {printable(r.host)}:{r.port} ({r.count}x): {printable(r.why)}")
     if fs is None:
         return
     traces = ", ".join(str(t) for t in src.traces)
@@ -260,7 +263,7 @@ def _print(found: Suggestion, fs: FsPart | None, config: ResolvedConfig, src: So
     if fs.refused:
         print("\nnot suggested:")
         for apart in fs.refused:
-            print(f"  {apart.path} ({apart.count}x): {apart.why}")
+            print(f"  {printable(apart.path)} ({apart.count}x): {printable(apart.why)}")
 
 
 def _print_edit(

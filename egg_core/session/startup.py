@@ -166,7 +166,8 @@ class SessionStartup:
             prepared.cleanup()
             raise EnforcementError("--trace needs strace (apt install strace)")
         trace_log = self.paths.trace_log
-        prepared.argv = [strace, "-f", "-qq", "-tt", "-o", str(trace_log), "--", *prepared.argv]
+        options = ["-f", "-qq", "-tt", *_pid_namespace_option(strace)]
+        prepared.argv = [strace, *options, "-o", str(trace_log), "--", *prepared.argv]
 
     def browser_env(self, plan: Any) -> dict[str, str]:
         """``BROWSER``/``xdg-open``/``open`` inside record the URL here instead of opening it."""
@@ -258,3 +259,18 @@ class SessionStartup:
             return ""
         read, self.setup_read = self.setup_read, None
         return setup_errors(read)
+
+
+def _pid_namespace_option(strace: str) -> list[str]:
+    """``--decode-pids=pidns`` where this strace has it: a fork inside the sandbox's pid
+    namespace then says which traced process it made, so ``egg policy suggest`` knows each
+    child's working directory (egg_core.suggest_fs)."""
+    import subprocess
+
+    try:
+        shown = subprocess.run(
+            [strace, "--help"], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return ["--decode-pids=pidns"] if "--decode-pids=pidns" in shown.stdout else []

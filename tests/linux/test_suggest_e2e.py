@@ -86,12 +86,13 @@ def test_observe_suggest_apply_then_enforce(box: Box, listen: Listen) -> None:
 TRACED = (
     "mkdir -p ~/.local/share/tool/cache 2>/dev/null; echo 1 > ~/.local/share/tool/state; "
     "echo x >> ~/.ssh/known_hosts; echo x > ~/.zshenv; touch /usr/egg-suggest-test; "
-    "echo ran > done.txt"
+    "cd ~/.local/state/app && touch relative; echo ran"  # touch: a child after the chdir
 )
 
 
 def test_a_traced_run_suggests_fs_rules_and_refuses_the_protected_paths(box: Box) -> None:
     box.mkdir(".local/share/tool")
+    box.mkdir(".local/state/app")  # written by a forked child through a relative path
     box.config("network: none   # no network\n")
     first = box.run("run", "--trace", "--", "sh", "-c", TRACED)
     assert first.returncode == 0, first.stderr
@@ -99,7 +100,7 @@ def test_a_traced_run_suggests_fs_rules_and_refuses_the_protected_paths(box: Box
     shown = box.run("policy", "suggest", "--json")
     assert shown.returncode == 0, shown.stderr
     fs = json.loads(shown.stdout)["fs"]
-    assert fs["add"] == ["rw:~/.local/share/tool"], fs
+    assert fs["add"] == ["rw:~/.local/share/tool", "rw:~/.local/state/app"], fs
     why = {r["path"]: r["why"] for r in fs["refused"]}
     assert why[str(box.home / ".ssh/known_hosts")].startswith("refused on purpose: deny:")
     assert why[str(box.home / ".zshenv")].startswith("it would need your home directory")
@@ -108,12 +109,14 @@ def test_a_traced_run_suggests_fs_rules_and_refuses_the_protected_paths(box: Box
     applied = box.run("policy", "suggest", "--apply")
     assert applied.returncode == 0, applied.stderr
     assert (box.workspace / "egg.yaml").read_text() == (
-        "network: none   # no network\nfs:\n  - 'rw:~/.local/share/tool'\n"
+        "network: none   # no network\n"
+        "fs:\n  - 'rw:~/.local/share/tool'\n  - 'rw:~/.local/state/app'\n"
     )
     after = json.loads(box.run("policy", "suggest", "--json").stdout)["fs"]
     assert after["add"] == []  # applied: nothing left to suggest from that trace
     second = box.run("run", "--", "sh", "-c", TRACED)
     assert second.returncode == 0, second.stderr
     assert (box.home / ".local/share/tool/state").read_text() == "1\n"
+    assert (box.home / ".local/state/app/relative").exists()
     assert not (box.home / ".zshenv").exists()
     assert not (box.home / ".ssh/known_hosts").exists()

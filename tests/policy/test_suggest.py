@@ -134,3 +134,13 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, egg_home: Path):
         result = egg(env, tmp_path, *args)
         assert result.returncode == 2, (args, result.stderr)
         assert said in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_names_the_sandbox_made_up_are_never_suggested():
+    """A host name comes from what the sandboxed program asked the proxy for: a wildcard, an
+    injected YAML fragment or a name egg.yaml cannot hold is listed apart, never proposed."""
+    made_up = ["*", "*.com", "_dmarc.example.com", "a.com\n- '*'", "x" * 64 + ".example.com"]
+    found = suggest([("run.log", [record(h, would_deny=True) for h in made_up])], domains=[])
+    assert found.add == ()
+    assert {r.host for r in found.refused} == {h.lower() for h in made_up}
+    assert all(r.why.startswith("not a host name egg.yaml can hold") for r in found.refused)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from egg_core.config_files import discover_config
 from egg_core.config_yaml import load_config_string
-from egg_core.errors import EggError, UsageError
+from egg_core.errors import ConfigError, EggError, UsageError
 from egg_core.suggest import fold, registrable_domain
 from egg_core.suggest_apply import add_entries, apply_entries, edit_text, planned_edit
 
@@ -110,7 +110,7 @@ def test_apply_writes_atomically_keeps_the_mode_bits_and_a_symlink(tmp_path: Pat
     real.chmod(0o640)
     (tmp_path / "egg.yaml").symlink_to("real.yaml")
     resolved = discover_config(tmp_path, None, env)
-    done = apply_entries(resolved, ADD, env, ["rw:~/.cache/tool"])
+    done = apply_entries(resolved, ADD, env, ["rw:~/.cache/tool"], wildcards=ADD)
     assert done.added == tuple(ADD) and done.added_fs == ("rw:~/.cache/tool",)
     assert (tmp_path / "egg.yaml").is_symlink() and real.read_text() == done.after
     assert real.stat().st_mode & 0o777 == 0o640
@@ -122,7 +122,7 @@ def test_apply_writes_atomically_keeps_the_mode_bits_and_a_symlink(tmp_path: Pat
 
 def test_applying_twice_changes_nothing_the_second_time(tmp_path: Path):
     path, env = project(tmp_path, COMMENTED)
-    apply_entries(discover_config(tmp_path, None, env), ADD, env, ["rw:~/x"])
+    apply_entries(discover_config(tmp_path, None, env), ADD, env, ["rw:~/x"], wildcards=ADD)
     once = path.read_bytes()
     again = apply_entries(discover_config(tmp_path, None, env), ADD, env, ["rw:~/x"])
     assert again.added == () and again.added_fs == () and path.read_bytes() == once
@@ -170,8 +170,49 @@ def test_an_edit_that_would_not_load_writes_nothing(tmp_path: Path, monkeypatch)
 
     monkeypatch.setattr(suggest_apply, "yaml_item", lambda entry: entry)  # '*.x' unquoted: alias
     with pytest.raises(EggError, match="would not load"):
-        apply_entries(discover_config(tmp_path, None, env), ["*.cdn.example.org"], env)
+        apply_entries(
+            discover_config(tmp_path, None, env), ["*.cdn.example.org"], env, wildcards=ADD
+        )
     assert path.read_text() == COMMENTED
+
+
+def test_a_wildcard_is_added_only_when_fold_made_it(tmp_path: Path):
+    path, env = project(tmp_path, "network: {mode: observe}\n")
+    resolved = discover_config(tmp_path, None, env)
+    for entry in ("*", "*.com", "*.example.com"):
+        with pytest.raises(EggError, match="refusing to add the wildcard"):
+            apply_entries(resolved, [entry], env)
+    assert path.read_text() == "network: {mode: observe}\n"
+    apply_entries(resolved, ["*.example.com"], env, wildcards=["*.example.com"])
+    assert path.read_text() == "network: {mode: observe, domains: ['*.example.com']}\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "after"),
+    [
+        # a block scalar ends at the next line: the entry goes before env, not after it
+        (
+            "network:\n  - |\n    a.com\nenv: [HOME]\n",
+            "network:\n  - |\n    a.com\n  - b.com\nenv: [HOME]\n",
+        ),
+        ("{}\n", "{network: [b.com]}\n"),
+        ("{env: [HOME]}\n", "{env: [HOME], network: [b.com]}\n"),
+        ("env: [HOME]\n...\n", "env: [HOME]\nnetwork:\n  - b.com\n...\n"),
+        ("---\n# nothing yet\n", "---\n# nothing yet\nnetwork:\n  - b.com\n"),
+        ("network:\n  mode:\tobserve\n", "network:\n  domains:\n    - b.com\n  mode:\tobserve\n"),
+        ("'network':\n  - a.com\n", "'network':\n  - a.com\n  - b.com\n"),
+        ("network:   # note: later\nenv: []\n", "network: [b.com]   # note: later\nenv: []\n"),
+    ],
+)
+def test_awkward_but_valid_files_get_the_entry_where_it_belongs(text, after):
+    assert edit_text(text, ["b.com"], "egg.yaml") == after
+    assert "b.com" in load_config_string(after).network.domains
+
+
+def test_an_anchored_network_is_not_edited_through_its_alias():
+    text = "tools: &t [a.com]\nnetwork: *t\n"
+    with pytest.raises(ConfigError, match="network is an alias"):
+        edit_text(text, ["b.com"], "egg.yaml")
 
 
 def test_fold_uses_the_public_suffix_list():

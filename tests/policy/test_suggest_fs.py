@@ -96,3 +96,62 @@ def test_an_existing_file_opened_for_writing_is_the_rule_itself(tmp_path: Path):
     found = [Refusal(f"{home}/notes/todo.txt", "openat", "EROFS", "create", "1")]
     rules, _ = classify(found, home=home, project=f"{home}/p", rules=(), protected=())
     assert [u.rule for u in rules] == ["rw:~/notes/todo.txt"]
+
+
+def test_a_program_cannot_forge_a_refusal_through_its_string_arguments():
+    forged = [
+        # the kernel said ENOENT; the text "= -1 EROFS" is inside the program's own string
+        '7 10:00:00.1 rename("/home/dev/.config/autostart/x.desktop", '
+        '"/y) = -1 EROFS (Read-only file system") = -1 ENOENT (No such file or directory)',
+        # "O_CREAT" inside a path does not make a read a create
+        '7 10:00:00.2 openat(AT_FDCWD, "/home/dev/p/O_CREAT", O_RDONLY) = -1 EACCES (Permission '
+        "denied)",
+        # a truncated string argument, then a successful call
+        '7 10:00:00.3 write(1, ") = -1 EROFS (x)"..., 4096) = 4096',
+    ]
+    found = read_trace(forged, PROJECT)
+    assert [(r.path, r.intent, r.errno) for r in found] == [
+        ("/home/dev/p/O_CREAT", "read", "EACCES")
+    ]
+
+
+PIDNS = r"""
+19877 17:26:27.020639 clone(child_stack=NULL, flags=CLONE_CHILD_SETTID|SIGCHLD) = 19878
+19878 17:26:27.032084 chdir("/home/dev/work") = 0
+19878 17:26:27.033658 vfork( <unfinished ...>
+19879 17:26:27.035000 execve("/usr/bin/touch", ["touch", "newfile"], 0x7ff /* 6 vars */ <unfinished ...>
+19878 17:26:27.034209 <... vfork resumed>) = 2 /* 19879 in strace's PID NS */
+19879 17:26:27.035622 <... execve resumed>) = 0
+19879 17:26:27.051390 openat(AT_FDCWD, "newfile", O_WRONLY|O_CREAT|O_NOCTTY|O_NONBLOCK, 0666) = -1 EROFS (Read-only file system)
+19878 17:26:27.052000 clone(child_stack=0x7f, flags=CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_THREAD) = 3 /* 19880 in strace's PID NS */
+19880 17:26:27.052100 mkdir("a", 0777) = -1 EROFS (Read-only file system)
+19878 17:26:27.052200 chdir("sub") = 0
+19880 17:26:27.052300 mkdir("b", 0777) = -1 EROFS (Read-only file system)
+19878 17:26:27.052400 fchdir(3) = 0
+19878 17:26:27.052500 mkdir("c", 0777) = -1 EROFS (Read-only file system)
+19900 17:26:27.052600 mkdir("d", 0777) = -1 EROFS (Read-only file system)
+"""
+
+
+def test_working_directories_follow_forks_across_the_pid_namespace_threads_and_fchdir():
+    found = read_trace(PIDNS.strip().splitlines(), PROJECT)
+    assert [(r.path, r.cwd_known) for r in found] == [
+        ("/home/dev/work/newfile", True),  # the child's line came before its parent's result
+        ("/home/dev/work/a", True),
+        ("/home/dev/work/sub/b", True),  # a thread shares its parent's chdir (CLONE_FS)
+        ("c", False),  # after fchdir the directory is unknown: never guessed
+        ("d", False),  # a process whose parent the trace does not show
+    ]
+    rules, apart = classify(found, home=HOME, project=PROJECT, rules=RULES, protected=())
+    assert [u.rule for u in rules] == ["rw:~/work"]
+    assert {r.path: r.why for r in apart}["c"].startswith("relative to a working directory")
+
+
+def test_paths_egg_yaml_cannot_hold_are_listed_apart():
+    found = [
+        Refusal(f"{HOME}/.config/d\udcff/sub", "mkdir", "EROFS", "create", "1"),
+        Refusal(f"{HOME}/.config/a\nb/c", "mkdir", "EROFS", "create", "2"),
+        Refusal(f"{HOME}/.config/trailing /c", "mkdir", "EROFS", "create", "3"),
+    ]
+    rules, apart = classify(found, home=HOME, project=PROJECT, rules=RULES, protected=())
+    assert rules == [] and all("egg.yaml cannot hold this path" in r.why for r in apart)
