@@ -255,7 +255,8 @@ def _print(found: Suggestion, fs: FsPart | None, config: ResolvedConfig, src: So
     if fs is None:
         return
     traces = ", ".join(str(t) for t in src.traces)
-    print(f"\nread {fs.calls} refused file operations from {traces}")
+    gap = "\n" if src.logs else ""
+    print(f"{gap}read {fs.calls} refused file operations from {traces}")
     if fs.rules:
         print("the run was refused writes that these rules allow:")
         rows = [[u.rule, str(u.count), u.first, u.last, u.examples[0]] for u in fs.rules]
