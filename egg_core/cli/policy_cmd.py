@@ -111,7 +111,8 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
         read.append((str(path), records))
         corrupt += bad
     cwd = Path(sources.meta.get("cwd") or os.getcwd())
-    config_path = ns.config or sources.meta.get("config") or None
+    # --config is relative to where the user is; the session's is absolute already
+    config_path = os.path.abspath(ns.config) if ns.config else sources.meta.get("config") or None
     if config_path and not ns.config and not Path(config_path).is_file():
         raise UsageError(f"{config_path}: the session's egg.yaml is gone (pass --config PATH)")
     config = discover_config(cwd, config_path, ctx.environ)

@@ -144,3 +144,17 @@ def test_names_the_sandbox_made_up_are_never_suggested():
     assert found.add == ()
     assert {r.host for r in found.refused} == {h.lower() for h in made_up}
     assert all(r.why.startswith("not a host name egg.yaml can hold") for r in found.refused)
+
+
+def test_config_is_relative_to_where_the_user_is(tmp_path: Path, egg_home: Path):
+    env = {**os.environ, "EGG_HOME": str(egg_home)}
+    (tmp_path / "egg.yaml").write_text("network: [listed.example.com]\n")
+    log = tmp_path / "network.log"
+    log.write_text(json.dumps(OBSERVED[0]) + "\n")
+    here = tmp_path / "elsewhere"
+    here.mkdir()
+    shown = egg(
+        env, here, "policy", "suggest", "--log", str(log), "--config", "../egg.yaml", "--json"
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["config"] == str(tmp_path / "egg.yaml")
