@@ -39,6 +39,7 @@ class NetworkRules:
     def match(self, host: str, port: int) -> tuple[bool, str]:
         """Whether (host, port) is on the list, and which entry (or why not)."""
         host = host.lower().rstrip(".")
+        refusal: str | None = None
         for entry in self.domains:
             name, _, entry_port = (
                 entry.lower().rpartition(":")
@@ -59,9 +60,10 @@ class NetworkRules:
                 hit = host == name
             if hit and port in ports:
                 return True, f"allowed by {entry}"
-            if hit:
-                return False, f"port {port} is not allowed for {entry} (only {_ports(ports)})"
-        return False, "host not on the allowlist"
+            if hit and refusal is None:
+                # another entry may still allow this port (github.com and github.com:22)
+                refusal = f"port {port} is not allowed for {entry} (only {_ports(ports)})"
+        return False, refusal or "host not on the allowlist"
 
 
 def _has_port(entry: str) -> bool:

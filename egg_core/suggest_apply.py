@@ -54,13 +54,15 @@ class Applied:
         """The edit as a unified diff (empty when nothing changes)."""
         import difflib
 
+        def lines(text: str) -> list[str]:
+            out = text.splitlines(keepends=True)
+            if out and not out[-1].endswith("\n"):  # as diff(1) says it, never glued on
+                out[-1] += "\n\\ No newline at end of file\n"
+            return out
+
         return "".join(
             difflib.unified_diff(
-                self.before.splitlines(keepends=True),
-                self.after.splitlines(keepends=True),
-                str(self.path),
-                str(self.path),
-                n=1,
+                lines(self.before), lines(self.after), str(self.path), str(self.path), n=1
             )
         )
 

@@ -84,6 +84,8 @@ _RESULT = re.compile(
 )
 _UNFINISHED = "<unfinished ...>"
 _FORKS = ("clone", "clone3", "fork", "vfork")
+#: the calls that move working directories or make processes
+_TRACKED = (*_FORKS, "chdir", "fchdir")
 _STRING = re.compile(r'"((?:[^"\\]|\\.)*)"(\.\.\.)?')
 
 
@@ -96,7 +98,8 @@ class Refusal:
     errno: str
     intent: str  # create | remove | write | read
     time: str
-    #: False: a relative path from a process whose working directory the trace does not show
+    #: False: a relative path whose directory the trace does not show (the process's working
+    #: directory is unknown, or the call named a directory descriptor): ``path`` is as written
     cwd_known: bool = True
 
 
@@ -158,79 +161,126 @@ class _Call:
     child: str | None
 
 
-def _calls(lines: Iterable[str]) -> Iterator[tuple[str, _Call | None]]:
-    """(pid, the call finished on this line or None) for every line of a record."""
+_EXIT = re.compile(r"^(?P<pid>\d+)\s+\S+\s+\+\+\+ (exited|killed) ")
+
+
+def _calls(lines: Iterable[str]) -> Iterator[tuple[str, str, _Call | None]]:
+    """(pid, kind, call) for the lines that matter: "first" when a pid shows up (again, after
+    it exited), "exit" when it ends, "call" for a finished chdir/fchdir, fork or refused path
+    call. Everything else is dropped here, so a trace of any size is read in one pass."""
     pending: dict[str, tuple[str, str]] = {}  # pid -> (call, args so far), for <unfinished ...>
+    alive: set[str] = set()
     for line in lines:
-        match = _LINE.match(line.rstrip("\n"))
+        line = line.rstrip("\n")
+        gone = _EXIT.match(line)
+        if gone is not None:
+            alive.discard(gone["pid"])
+            pending.pop(gone["pid"], None)
+            yield gone["pid"], "exit", None
+            continue
+        match = _LINE.match(line)
         if match is None:
             continue
         pid = match["pid"]
+        if pid not in alive:
+            alive.add(pid)
+            yield pid, "first", None
         if match["call"] is not None:
             name, args = match["call"], match["args"]
             if args.endswith(_UNFINISHED):
                 pending[pid] = (name, args[: -len(_UNFINISHED)])
-                yield pid, None
                 continue
         else:
             if pid not in pending or pending[pid][0] != match["resumed"]:
-                yield pid, None
                 continue
             name, head = pending.pop(pid)
             args = head + match["rest"]
+        if name not in _TRACKED and name not in PATH_CALLS:
+            continue
         skeleton = _STRING.sub('""', args)
         end = skeleton.rfind(") = ")
         result = _RESULT.match(skeleton[end + 4 :]) if end >= 0 else None
         if result is None:
-            yield pid, None
+            continue
+        value, errno = result["value"], result["errno"]
+        if name in PATH_CALLS and name not in _TRACKED and errno not in ERRORS:
             continue
         spans = list(_STRING.finditer(args))
-        value, errno = result["value"], result["errno"]
         child = result["nspid"] or (value if value.isdigit() else None)
-        yield pid, _Call(pid, match["time"], name, args, skeleton, spans, value, errno, child)
+        yield (
+            pid,
+            "call",
+            _Call(pid, match["time"], name, args, skeleton, spans, value, errno, child),
+        )
 
 
-def read_trace(lines: Iterable[str], start_cwd: str) -> list[Refusal]:
-    """The path calls in an strace ``-f -tt`` record that failed with EROFS/EACCES/EPERM.
+class _Directories:
+    """Each traced process's working directory, as far as the record shows it.
 
-    Relative paths need each process's working directory: the first process starts in
-    ``start_cwd``; ``chdir`` changes it (``fchdir`` makes it unknown); a child takes its
-    parent's when it first shows up (the parent is inside clone/fork then, so that is the
-    directory it forked in — a child's lines can come before its parent's result), and shares
-    it with the parent for good when cloned with CLONE_FS (threads). A relative path whose
-    directory is unknown is kept with ``cwd_known=False``, never guessed.
+    The first process starts in the run's directory. ``chdir`` moves it, ``fchdir`` makes it
+    unknown. A child takes its parent's directory at the fork: when the parent's clone/fork
+    result names it (``--decode-pids=pidns`` gives the pid strace sees), or — the child's
+    lines often come first — the child's lines are held until then. A child cloned with
+    CLONE_FS (a thread) shares the directory for good. A pid that exited and shows up again is
+    a new process. Whatever never gets a known directory has its relative paths reported with
+    ``cwd_known=False``, never guessed.
     """
-    records = list(_calls(lines))
-    parent: dict[str, tuple[str, bool]] = {}  # child pid -> (parent pid, shares cwd)
-    for pid, call in records:
-        if call is not None and call.name in _FORKS and call.child is not None:
-            parent[call.child] = (pid, "CLONE_FS" in call.skeleton)
-    cells: dict[str, list[str | None]] = {}  # pid -> its working directory (shared by threads)
-    found: list[Refusal] = []
-    for pid, call in records:
-        if pid not in cells:
-            if not cells:
-                cells[pid] = [start_cwd]
-            elif pid in parent and parent[pid][0] in cells:
-                source, shared = parent[pid]
-                cells[pid] = cells[source] if shared else list(cells[source])
-            else:
-                cells[pid] = [None]
-        if call is None:
-            continue
-        cell = cells[pid]
+
+    def __init__(self, start_cwd: str, found: list[Refusal]) -> None:
+        self.start = start_cwd
+        self.found = found
+        self.cells: dict[str, list[str | None]] = {}
+        self.waiting: dict[str, list[_Call]] = {}  # pid -> its calls held until its fork result
+        self.began = False
+
+    def first(self, pid: str) -> None:
+        if pid in self.cells:
+            return  # its fork's result came first and gave it its directory
+        if not self.began:
+            self.began = True
+            self.cells[pid] = [self.start]
+        else:
+            self.waiting[pid] = []
+
+    def exit(self, pid: str) -> None:
+        self.release(pid, [None])
+        self.cells.pop(pid, None)
+
+    def call(self, call: _Call) -> None:
+        if call.pid in self.waiting:
+            self.waiting[call.pid].append(call)
+        else:
+            self.apply(call, self.cells.setdefault(call.pid, [None]))
+
+    def release(self, pid: str, cell: list[str | None]) -> None:
+        """``pid``'s directory is known now (or never will be): play its held calls."""
+        held = self.waiting.pop(pid, None)
+        if held is None:
+            return
+        self.cells[pid] = cell
+        for call in held:
+            self.apply(call, cell)
+
+    def apply(self, call: _Call, cell: list[str | None]) -> None:
         strings = [_unescape(m.group(1)) for m in call.spans]
-        if call.name == "chdir" and call.value == "0" and strings:
-            if strings[0].startswith("/"):
-                cell[0] = os.path.normpath(strings[0])
-            elif cell[0] is not None:
-                cell[0] = os.path.normpath(os.path.join(cell[0], strings[0]))
-            continue
-        if call.name == "fchdir" and call.value == "0":
-            cell[0] = None
-            continue
-        if call.errno not in ERRORS or call.name not in PATH_CALLS:
-            continue
+        if call.name in _FORKS:
+            if call.child is not None and call.child in self.waiting:
+                shared = "CLONE_FS" in call.skeleton
+                self.release(call.child, cell if shared else list(cell))
+            elif call.child is not None and call.child not in self.cells:
+                self.cells[call.child] = cell if "CLONE_FS" in call.skeleton else list(cell)
+            return
+        if call.name == "chdir":
+            if call.value == "0" and strings:
+                if strings[0].startswith("/"):
+                    cell[0] = _normalized(strings[0])
+                elif cell[0] is not None:
+                    cell[0] = _normalized(os.path.join(cell[0], strings[0]))
+            return
+        if call.name == "fchdir":
+            if call.value == "0":
+                cell[0] = None
+            return
         index, intent = PATH_CALLS[call.name]
         if intent == "open":
             intent = _open_intent(call.skeleton)
@@ -238,22 +288,45 @@ def read_trace(lines: Iterable[str], start_cwd: str) -> list[Refusal]:
         if call.name in SECOND_PATH_CREATES:
             places.append((1, "create"))
         for at, what in places:
-            if len(strings) <= at or not _resolvable(call.args, call.spans[at]):
+            if len(strings) <= at:
                 continue
-            known = strings[at].startswith("/") or cell[0] is not None
-            path = os.path.normpath(os.path.join(cell[0] or "", strings[at]))
+            written = strings[at]
+            known = written.startswith("/") or (
+                cell[0] is not None and _relative_to_cwd(call.args, call.spans[at])
+            )
+            path = _normalized(os.path.join(cell[0] or "", written)) if known else written
             if path.startswith(BWRAP_SETUP):
                 continue  # bwrap building the sandbox, before the command runs
-            found.append(Refusal(path, call.name, str(call.errno), what, call.time, known))
+            self.found.append(Refusal(path, call.name, str(call.errno), what, call.time, known))
+
+
+def _normalized(path: str) -> str:
+    """``os.path.normpath``, and ``//x`` (which POSIX lets it keep) as ``/x``."""
+    path = os.path.normpath(path)
+    return "/" + path.lstrip("/") if path.startswith("//") else path
+
+
+def read_trace(lines: Iterable[str], start_cwd: str) -> list[Refusal]:
+    """The path calls in an strace ``-f -tt`` record that failed with EROFS/EACCES/EPERM, each
+    with the path resolved against its process's working directory (see :class:`_Directories`)."""
+    found: list[Refusal] = []
+    directories = _Directories(start_cwd, found)
+    for pid, kind, call in _calls(lines):
+        if kind == "first":
+            directories.first(pid)
+        elif kind == "exit":
+            directories.exit(pid)
+        elif call is not None:
+            directories.call(call)
+    for pid in list(directories.waiting):
+        directories.release(pid, [None])  # its fork is not in the record
     return found
 
 
-def _resolvable(args: str, path: re.Match[str]) -> bool:
-    """A path argument is known when it is absolute, or relative to the working directory: no
-    directory descriptor before it, or AT_FDCWD (strace without ``-y`` does not say which
-    directory another descriptor is)."""
-    if path.group(1).startswith("/"):
-        return True
+def _relative_to_cwd(args: str, path: re.Match[str]) -> bool:
+    """A relative path argument is relative to the working directory: no directory descriptor
+    before it, or AT_FDCWD (strace without ``-y`` does not say which directory another
+    descriptor is)."""
     before = args[: path.start()].rstrip().rstrip(",").rstrip()
     return before == "" or before.endswith(("AT_FDCWD", '"'))
 
@@ -284,7 +357,8 @@ def classify(
         if not r.cwd_known:
             refuse(r.path, "relative to a working directory the trace does not show")
             continue
-        why = _on_purpose(r.path, rules, protected)
+        real_path = os.path.realpath(r.path)
+        why = _on_purpose(r.path, rules, protected) or _on_purpose(real_path, rules, protected)
         if why is not None:
             refuse(r.path, f"refused on purpose: {why}")
             continue
@@ -292,7 +366,11 @@ def classify(
             refuse(r.path, f"{r.errno} on a read: the host's own permissions (no rule grants more)")
             continue
         target = r.path
-        in_place = r.intent == "create" and r.call.startswith("open") and os.path.isfile(r.path)
+        in_place = (
+            r.intent == "create"
+            and (r.call.startswith("open") or r.call == "creat")
+            and os.path.isfile(r.path)
+        )
         if r.intent in ("create", "remove") and not in_place:
             # a new name (or one taken away) needs its directory writable; a file that exists
             # and is opened with O_CREAT is written in place
@@ -304,11 +382,22 @@ def classify(
                 "spaces at either end)",
             )
             continue
+        real = os.path.realpath(target)
+        if real != target:
+            # bwrap mounts where a link leads: the rule would open that, not what it names
+            refuse(r.path, f"reached through a symlink on the host (to {real}): no rule proposed")
+            continue
+        if r.call in METADATA_CALLS and os.path.isdir(target):
+            refuse(
+                r.path, "a metadata change (mode, owner, times) of a directory: no rule proposed"
+            )
+            continue
         if not (pathrules.under(target, home) or pathrules.under(target, project)):
             refuse(r.path, "outside your home and this project: egg does not propose that")
             continue
-        if target == home:
-            refuse(r.path, "it would need your home directory writable: name a subdirectory")
+        broad = too_broad(target, home, project)
+        if broad is not None:
+            refuse(r.path, broad)
             continue
         mode = pathrules.governing_mode(target, [(p, m) for p, m, _ in rules])
         if mode in pathrules.WRITABLE_MODES or mode == "cache":
@@ -327,6 +416,81 @@ def classify(
             use.examples.append(example)
     kept = _fold_into_ancestors(uses)
     return kept, [FsRefused(p, why, n) for (p, why), n in sorted(apart.items())]
+
+
+#: calls that change only a path's metadata: never a reason to make a directory writable
+METADATA_CALLS = frozenset(
+    {"chmod", "fchmodat", "chown", "lchown", "fchownat", "utimensat", "utime", "utimes"}
+    | {"setxattr", "lsetxattr"}
+)
+#: directories under $HOME whose contents the host runs or reads as configuration of what it
+#: runs (git's global config and hooks path, desktop autostart and launchers, user units, shell
+#: and editor start-up, commands first on PATH): a sandbox that wrote there would run on the
+#: host later. The user may still write such a rule by hand; egg never proposes one.
+HOST_RUNS_FROM = (
+    ".config/git",
+    ".config/autostart",
+    ".config/systemd",
+    ".config/environment.d",
+    ".config/fish",
+    ".config/nvim",
+    ".config/direnv",
+    ".local/bin",
+    ".local/share/applications",
+    ".local/share/systemd",
+    ".vim",
+    ".emacs.d",
+)
+#: how many entries of a proposed directory are looked at for repositories and egg.yaml files
+SCAN_LIMIT = 500
+
+
+def too_broad(target: str, home: str, project: str) -> str | None:
+    """Why making ``target`` writable would give the sandbox more than the write it was
+    refused, or None: the home directory or anything above it, a directory holding this
+    project, anything at the top of the home (shells and tools read their start-up files there),
+    a place the host runs code from (:data:`HOST_RUNS_FROM`), or a directory holding a
+    repository or an egg.yaml (their hooks and policy would become writable)."""
+    if pathrules.under(home, target):
+        return "it would need your home directory (or one above it) writable"
+    if pathrules.under(project, target) and target != project:
+        return "it holds this project (and maybe others): name a directory inside it"
+    inside_project = pathrules.under(target, project)
+    if os.path.dirname(target) == home and not inside_project:
+        return (
+            "at the top of your home, where shells and tools read their start-up files: "
+            "egg does not propose it"
+        )
+    for place in HOST_RUNS_FROM:
+        where = os.path.join(home, place)
+        if pathrules.under(target, where) or pathrules.under(where, target):
+            return f"refused on purpose: the host runs what is in ~/{place}"
+    # (the project's own .git and egg.yaml are guarded by egg whatever the rule says)
+    holds = None if inside_project else _holds_policy_or_repository(target)
+    if holds is not None:
+        return f"it holds {holds}: its hooks or policy would become writable"
+    return None
+
+
+def _holds_policy_or_repository(directory: str) -> str | None:
+    """A ``.git`` or ``egg.yaml`` in ``directory`` or one level below it (bounded)."""
+    names = (".git", "egg.yaml")
+    for name in names:
+        if os.path.lexists(os.path.join(directory, name)):
+            return os.path.join(directory, name)
+    try:
+        with os.scandir(directory) as entries:
+            for count, entry in enumerate(entries):
+                if count >= SCAN_LIMIT:
+                    return f"more than {SCAN_LIMIT} entries (not all looked at)"
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+                for name in names:
+                    if os.path.lexists(os.path.join(entry.path, name)):
+                        return os.path.join(entry.path, name)
+    except OSError:
+        return None
+    return None
 
 
 def expressible(path: str) -> bool:

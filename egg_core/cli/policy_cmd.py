@@ -71,6 +71,7 @@ class Sources:
     #: the session's meta (empty for --log/--trace files)
     meta: dict[str, Any]
     session: str = ""
+    running: bool = False
 
 
 @attrs.frozen
@@ -101,6 +102,12 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
     from egg_core.config_files import discover_config
 
     sources = _sources(ctx, words[1:], ns)
+    if ns.apply and sources.running:
+        # its logs may still grow: what --apply writes must be what the user could read first
+        raise UsageError(
+            f"session {sources.session} is still running: --apply once it has ended "
+            "(its logs may still grow); without --apply egg shows what it would add"
+        )
     read = []
     corrupt = 0
     for path in sources.logs:
@@ -159,7 +166,7 @@ def _sources(ctx: Context, words: list[str], ns: argparse.Namespace) -> Sources:
             tuple(Path(p) for p in ns.log or ()), tuple(Path(p) for p in ns.trace or ()), {}
         )
     from egg_core.paths import egg_home
-    from egg_core.session.store import find_session, list_sessions, read_json
+    from egg_core.session.store import daemon_alive, find_session, list_sessions, read_json
 
     home = egg_home(ctx.environ)
     if words:
@@ -190,6 +197,7 @@ def _sources(ctx: Context, words: list[str], ns: argparse.Namespace) -> Sources:
         tuple(p for p in (paths.trace_log,) if p.is_file()),
         read_json(paths.meta),
         paths.id,
+        daemon_alive(paths),
     )
 
 

@@ -120,3 +120,17 @@ def test_a_traced_run_suggests_fs_rules_and_refuses_the_protected_paths(box: Box
     assert (box.home / ".local/state/app/relative").exists()
     assert not (box.home / ".zshenv").exists()
     assert not (box.home / ".ssh/known_hosts").exists()
+
+
+def test_apply_waits_for_a_session_that_is_still_running(box: Box) -> None:
+    box.config("network: none\n")
+    started = box.run("run", "--detach", "--trace", "--", "sh", "-c", "touch ~/x; sleep 60")
+    assert started.returncode == 0, started.stderr
+    session = started.stdout.strip().split()[-1]
+    try:
+        refused = box.run("policy", "suggest", "--apply")
+        assert refused.returncode == 2 and "is still running" in refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1
+        assert (box.workspace / "egg.yaml").read_text() == "network: none\n"
+    finally:
+        box.run("kill", session)

@@ -18,7 +18,13 @@ from egg_core.config_files import discover_config
 from egg_core.config_yaml import load_config_string
 from egg_core.errors import ConfigError, EggError, UsageError
 from egg_core.suggest import fold, registrable_domain
-from egg_core.suggest_apply import add_entries, apply_entries, edit_text, planned_edit
+from egg_core.suggest_apply import (
+    Applied,
+    add_entries,
+    apply_entries,
+    edit_text,
+    planned_edit,
+)
 
 EGG = [sys.executable, "-P", "-m", "egg_core.cli"]
 ADD = ["new.example.com", "*.cdn.example.org", "git.example.com:8443"]
@@ -277,3 +283,10 @@ def test_the_command_applies_and_says_the_next_step(tmp_path: Path):
         [*run, "--fold", "--apply"], env=env, cwd=tmp_path, capture_output=True, text=True
     )
     assert "nothing to add" in again.stdout and again.returncode == 0
+
+
+def test_the_diff_shows_a_missing_final_newline_as_diff_does():
+    before = "network: none"  # an editor that writes no final newline
+    after, _, _ = add_entries(before, [], ["rw:~/x/y"], "egg.yaml")
+    diff = Applied(Path("egg.yaml"), (), before, after, ("rw:~/x/y",)).diff()
+    assert "-network: none\n\\ No newline at end of file\n+network: none\n+fs:\n" in diff

@@ -5,6 +5,7 @@ tests/linux/test_suggest_e2e.py."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from egg_core.suggest_fs import Refusal, classify, read_trace
@@ -51,20 +52,17 @@ def test_the_refused_writes_are_read_with_their_working_directory_and_flags():
         ("/usr/lib/python3/x.pyc", "openat", "EROFS", "create"),
         (f"{HOME}/.zshenv", "openat", "EROFS", "create"),
         (f"{HOME}/other/secret", "openat", "EACCES", "read"),
+        ("relative-to-a-descriptor", "openat", "EROFS", "create"),  # kept, not placed
         (f'{HOME}/.local/share/tool/old"name\u00e9', "unlinkat", "EPERM", "remove"),
         (f"{PROJECT}/a", "renameat2", "EROFS", "remove"),
         (f"{HOME}/.cache2/b", "renameat2", "EROFS", "create"),
-    ]  # bwrap's own /newroot set-up, a descriptor-relative path and successes are not there
+    ]  # bwrap's own /newroot set-up and the successes are not there
 
 
 def test_refusals_become_rules_and_the_protected_ones_are_refused_on_purpose(tmp_path: Path):
     found = read_trace(TRACE.splitlines(), PROJECT)
     rules, apart = classify(found, home=HOME, project=PROJECT, rules=RULES, protected=PROTECTED)
-    assert [u.rule for u in rules] == [
-        "rw:~/.cache2",
-        "rw:~/.config",
-        "rw:~/.local/share/tool",
-    ]
+    assert [u.rule for u in rules] == ["rw:~/.local/share/tool"]
     tool = rules[-1]
     assert tool.count == 2 and tool.first == "10:00:00.000100"
     why = {r.path: r.why for r in apart}
@@ -75,9 +73,11 @@ def test_refusals_become_rules_and_the_protected_ones_are_refused_on_purpose(tmp
         f"refused on purpose: deny-write:{PROJECT}/.git/hooks (egg: git"
     )
     assert why["/usr/lib/python3/x.pyc"].startswith("outside your home and this project")
-    assert why[f"{HOME}/.zshenv"].startswith("it would need your home directory writable")
+    assert why[f"{HOME}/.zshenv"].startswith("it would need your home directory (or one above it)")
     assert why[f"{HOME}/other/secret"].startswith("EACCES on a read")
     assert why[f"{PROJECT}/a"].startswith("EROFS: writable under egg.yaml now")
+    assert why[f"{HOME}/.cache2/b"].startswith("at the top of your home")  # not all of ~/.cache2
+    assert why[f"{HOME}/.config/tool"].startswith("at the top of your home")
 
 
 def test_a_deeper_rule_folds_into_its_ancestor():
@@ -143,7 +143,7 @@ def test_working_directories_follow_forks_across_the_pid_namespace_threads_and_f
         ("d", False),  # a process whose parent the trace does not show
     ]
     rules, apart = classify(found, home=HOME, project=PROJECT, rules=RULES, protected=())
-    assert [u.rule for u in rules] == ["rw:~/work"]
+    assert [u.rule for u in rules] == ["rw:~/work/sub"]  # ~/work is at the top of the home
     assert {r.path: r.why for r in apart}["c"].startswith("relative to a working directory")
 
 
@@ -155,3 +155,66 @@ def test_paths_egg_yaml_cannot_hold_are_listed_apart():
     ]
     rules, apart = classify(found, home=HOME, project=PROJECT, rules=RULES, protected=())
     assert rules == [] and all("egg.yaml cannot hold this path" in r.why for r in apart)
+
+
+def test_a_child_has_the_directory_of_its_fork_not_of_its_first_line_and_pids_are_reused():
+    later = [
+        '1 10:00:00.000001 chdir("/home/dev/proj") = 0',
+        "1 10:00:00.000002 clone(child_stack=NULL, flags=CLONE_CHILD_SETTID|SIGCHLD) = 7",
+        '1 10:00:00.000003 chdir("/home/dev/.config") = 0',
+        '7 10:00:00.000004 mkdir("build", 0777) = -1 EROFS (Read-only file system)',
+    ]
+    reused = [
+        '1 10:00:00.000001 chdir("/home/dev/proj") = 0',
+        "1 10:00:00.000002 clone(child_stack=NULL, flags=CLONE_CHILD_SETTID|SIGCHLD) = 7",
+        '7 10:00:00.000003 chdir("/home/dev/.config") = 0',
+        "7 10:00:00.000004 +++ exited with 0 +++",
+        "1 10:00:00.000005 clone(child_stack=NULL, flags=CLONE_CHILD_SETTID|SIGCHLD) = 7",
+        '7 10:00:00.000006 mkdir("build", 0777) = -1 EROFS (Read-only file system)',
+        '7 10:00:00.000007 mkdir("//home/dev/.ssh/x", 0777) = -1 EROFS (Read-only file system)',
+    ]
+    assert [r.path for r in read_trace(later, "/")] == ["/home/dev/proj/build"]
+    assert [r.path for r in read_trace(reused, "/")] == [
+        "/home/dev/proj/build",
+        "/home/dev/.ssh/x",  # "//" is "/": the deny list still sees it
+    ]
+
+
+def test_rules_that_would_give_more_than_the_refused_write_are_never_proposed(tmp_path: Path):
+    home = str(tmp_path / "home")
+    project = f"{home}/src/proj"
+    for d in ("src/proj", "src/other/.git", ".ssh", ".local/share/tool", ".local/share/apps"):
+        os.makedirs(f"{home}/{d}")
+    os.symlink(f"{home}/.ssh", f"{home}/.local/share/keys")  # a link the rule would follow
+    Path(f"{home}/.ssh/authorized_keys").write_text("")
+    os.symlink(f"{home}/.ssh/authorized_keys", f"{home}/.local/share/tool/notes.txt")
+    attempts = [
+        (f"{home}/.local/share/keys/x", "openat", "create"),
+        (f"{home}/.local/share/tool/notes.txt", "openat", "create"),
+        (f"{home}/.local/bin/git", "openat", "create"),
+        (f"{home}/.config/git/config.lock", "openat", "create"),
+        (f"{home}/src/x", "mkdir", "create"),  # ~/src holds this project and another repository
+        (f"{home}/src/other/x", "mkdir", "create"),  # a repository: its hooks
+        (f"{home}/.local/share/apps", "chmod", "write"),  # metadata only
+        ("/", "mkdir", "create"),
+        (f"{home}/.local/share/apps/x", "creat", "create"),  # the one that is fine
+    ]
+    found = [
+        Refusal(p, call, "EROFS", intent, str(i)) for i, (p, call, intent) in enumerate(attempts)
+    ]
+    rules, apart = classify(found, home=home, project=project, rules=[], protected=[])
+    assert [u.rule for u in rules] == ["rw:~/.local/share/apps"]
+    why = {r.path: r.why for r in apart}
+    assert why[f"{home}/.local/share/keys/x"].startswith("reached through a symlink on the host")
+    assert why[f"{home}/.local/share/tool/notes.txt"].startswith("reached through a symlink")
+    assert (
+        why[f"{home}/.local/bin/git"] == "refused on purpose: the host runs what is in ~/.local/bin"
+    )
+    assert why[f"{home}/.config/git/config.lock"].endswith("~/.config/git")
+    assert why[f"{home}/src/x"].startswith("it holds this project")
+    assert (
+        why[f"{home}/src/other/x"]
+        == f"it holds {home}/src/other/.git: its hooks or policy would become writable"
+    )
+    assert why[f"{home}/.local/share/apps"].startswith("a metadata change")
+    assert why["/"].startswith("outside your home") or why["/"].startswith("it would need")
