@@ -399,6 +399,10 @@ def classify(
         if broad is not None:
             refuse(r.path, broad)
             continue
+        if any(p == target and m == "ro" for p, m, _ in rules):
+            # at one path the more restrictive rule wins: an rw: beside it would change nothing
+            refuse(r.path, f"egg.yaml says ro:{_shown(target, home)}: change that rule by hand")
+            continue
         mode = pathrules.governing_mode(target, [(p, m) for p, m, _ in rules])
         if mode in pathrules.WRITABLE_MODES or mode == "cache":
             refuse(

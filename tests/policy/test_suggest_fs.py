@@ -218,3 +218,11 @@ def test_rules_that_would_give_more_than_the_refused_write_are_never_proposed(tm
     )
     assert why[f"{home}/.local/share/apps"].startswith("a metadata change")
     assert why["/"].startswith("outside your home") or why["/"].startswith("it would need")
+
+
+def test_a_read_only_rule_at_the_same_path_is_named_not_shadowed():
+    found = [Refusal(f"{HOME}/.local/share/tool/x", "openat", "EROFS", "create", "1")]
+    rules = [*RULES, (f"{HOME}/.local/share/tool", "ro", "egg.yaml")]
+    proposed, apart = classify(found, home=HOME, project=PROJECT, rules=rules, protected=())
+    assert proposed == []
+    assert apart[0].why == "egg.yaml says ro:~/.local/share/tool: change that rule by hand"
