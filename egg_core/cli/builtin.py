@@ -118,7 +118,7 @@ def builtin_commands() -> list[Command]:
         ),
         Command(
             name="policy",
-            help="policy suggest: the allowlist entries a run needed, from its network log",
+            help="policy suggest: the egg.yaml entries a run needed, from its network log, trace",
             configure=_configure("egg_core.cli.policy_cmd"),
             run="egg_core.cli.policy_cmd:run",
         ),
