@@ -72,7 +72,8 @@ PATH_CALLS: dict[str, tuple[int, str]] = {
 SECOND_PATH_CREATES = ("rename", "renameat", "renameat2")
 #: where bwrap assembles the sandbox's root before it runs the command
 BWRAP_SETUP = ("/newroot/", "/oldroot/")
-_WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND")
+#: an open with one of these changes the file (O_APPEND alone, with O_RDONLY, does not)
+_WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC")
 _LINE = re.compile(
     r"^(?P<pid>\d+)\s+(?P<time>\d[\d:.]*)\s+"
     r"(?:(?P<call>\w+)\((?P<args>.*)|<\.\.\. (?P<resumed>\w+) resumed>(?P<rest>.*))$"
@@ -162,16 +163,28 @@ class _Call:
 
 
 _EXIT = re.compile(r"^(?P<pid>\d+)\s+\S+\s+\+\+\+ (exited|killed) ")
+#: a thread's execve: the thread group's leader carries on as that thread (its directory too)
+_SUPERSEDED = re.compile(r"^(?P<pid>\d+)\s+\S+\s+\+\+\+ superseded by execve in pid (?P<by>\d+) ")
+#: the end of a call's arguments and its result; strace pads short calls (``chdir("..")   = 0``)
+_RESULT_AT = re.compile(r"\)\s+= ")
 
 
-def _calls(lines: Iterable[str]) -> Iterator[tuple[str, str, _Call | None]]:
+def _calls(lines: Iterable[str]) -> Iterator[tuple[str, str, _Call | str | None]]:
     """(pid, kind, call) for the lines that matter: "first" when a pid shows up (again, after
-    it exited), "exit" when it ends, "call" for a finished chdir/fchdir, fork or refused path
-    call. Everything else is dropped here, so a trace of any size is read in one pass."""
+    it exited), "exit" when it ends, "superseded" (with the thread's pid) when a thread's
+    execve makes it the leader, "moving" when a chdir/fchdir starts, "call" for a finished
+    chdir/fchdir, fork or refused path call. Everything else is dropped here, so a trace of
+    any size is read in one pass."""
     pending: dict[str, tuple[str, str]] = {}  # pid -> (call, args so far), for <unfinished ...>
     alive: set[str] = set()
     for line in lines:
         line = line.rstrip("\n")
+        replaced = _SUPERSEDED.match(line)
+        if replaced is not None:
+            pending.pop(replaced["by"], None)
+            alive.discard(replaced["by"])
+            yield replaced["pid"], "superseded", replaced["by"]
+            continue
         gone = _EXIT.match(line)
         if gone is not None:
             alive.discard(gone["pid"])
@@ -189,17 +202,23 @@ def _calls(lines: Iterable[str]) -> Iterator[tuple[str, str, _Call | None]]:
             name, args = match["call"], match["args"]
             if args.endswith(_UNFINISHED):
                 pending[pid] = (name, args[: -len(_UNFINISHED)])
+                if name in ("chdir", "fchdir"):
+                    yield pid, "moving", None  # it may take effect before its result is shown
                 continue
         else:
             if pid not in pending or pending[pid][0] != match["resumed"]:
                 continue
             name, head = pending.pop(pid)
             args = head + match["rest"]
+        if name in ("exit_group", "exit") and pid in alive and args.rstrip().endswith("= ?"):
+            alive.discard(pid)  # its end, whatever strace's -q says about "+++ exited"
+            yield pid, "exit", None
+            continue
         if name not in _TRACKED and name not in PATH_CALLS:
             continue
         skeleton = _STRING.sub('""', args)
-        end = skeleton.rfind(") = ")
-        result = _RESULT.match(skeleton[end + 4 :]) if end >= 0 else None
+        ends = list(_RESULT_AT.finditer(skeleton))  # strings are blanked: the last is the result
+        result = _RESULT.match(skeleton[ends[-1].end() :]) if ends else None
         if result is None:
             continue
         value, errno = result["value"], result["errno"]
@@ -214,6 +233,17 @@ def _calls(lines: Iterable[str]) -> Iterator[tuple[str, str, _Call | None]]:
         )
 
 
+class _Cell:
+    """A working directory, shared by the threads of one process (CLONE_FS)."""
+
+    def __init__(self, cwd: str | None, members: int = 1) -> None:
+        self.cwd = cwd
+        self.members = members
+
+    def copy(self) -> _Cell:
+        return _Cell(self.cwd)
+
+
 class _Directories:
     """Each traced process's working directory, as far as the record shows it.
 
@@ -221,16 +251,19 @@ class _Directories:
     unknown. A child takes its parent's directory at the fork: when the parent's clone/fork
     result names it (``--decode-pids=pidns`` gives the pid strace sees), or — the child's
     lines often come first — the child's lines are held until then. A child cloned with
-    CLONE_FS (a thread) shares the directory for good. A pid that exited and shows up again is
-    a new process. Whatever never gets a known directory has its relative paths reported with
+    CLONE_FS (a thread) shares the directory; a directory that moves while threads share it
+    becomes unknown (which thread's call came first is not in the record). A thread's execve
+    hands its directory to the leader. A pid that exited and shows up again is a new process.
+    Whatever never gets a known directory has its relative paths reported with
     ``cwd_known=False``, never guessed.
     """
 
     def __init__(self, start_cwd: str, found: list[Refusal]) -> None:
         self.start = start_cwd
         self.found = found
-        self.cells: dict[str, list[str | None]] = {}
+        self.cells: dict[str, _Cell] = {}
         self.waiting: dict[str, list[_Call]] = {}  # pid -> its calls held until its fork result
+        self.gone_waiting: set[str] = set()  # exited before its fork's result was shown
         self.began = False
 
     def first(self, pid: str) -> None:
@@ -238,21 +271,39 @@ class _Directories:
             return  # its fork's result came first and gave it its directory
         if not self.began:
             self.began = True
-            self.cells[pid] = [self.start]
+            self.cells[pid] = _Cell(self.start)
         else:
             self.waiting[pid] = []
 
     def exit(self, pid: str) -> None:
-        self.release(pid, [None])
-        self.cells.pop(pid, None)
+        if pid in self.waiting:
+            self.gone_waiting.add(pid)
+            self.release(pid, _Cell(None))
+        cell = self.cells.pop(pid, None)
+        if cell is not None:
+            cell.members -= 1
+
+    def superseded(self, leader: str, thread: str) -> None:
+        if thread in self.waiting:
+            self.release(thread, _Cell(None))
+        cell = self.cells.pop(thread, None)
+        old = self.cells.pop(leader, None)
+        if old is not None and old is not cell:
+            old.members -= 1
+        self.cells[leader] = cell if cell is not None else _Cell(None)
+
+    def moving(self, pid: str) -> None:
+        cell = self.cells.get(pid)
+        if cell is not None and cell.members > 1:
+            cell.cwd = None  # another thread may resolve a path before or after it: unknown
 
     def call(self, call: _Call) -> None:
         if call.pid in self.waiting:
             self.waiting[call.pid].append(call)
         else:
-            self.apply(call, self.cells.setdefault(call.pid, [None]))
+            self.apply(call, self.cells.setdefault(call.pid, _Cell(None)))
 
-    def release(self, pid: str, cell: list[str | None]) -> None:
+    def release(self, pid: str, cell: _Cell) -> None:
         """``pid``'s directory is known now (or never will be): play its held calls."""
         held = self.waiting.pop(pid, None)
         if held is None:
@@ -261,25 +312,40 @@ class _Directories:
         for call in held:
             self.apply(call, cell)
 
-    def apply(self, call: _Call, cell: list[str | None]) -> None:
+    def adopt(self, call: _Call, cell: _Cell) -> None:
+        """A fork's result: the child gets the parent's directory (shares it for a thread)."""
+        child = call.child
+        if child is None:
+            return
+        if child in self.gone_waiting:
+            self.gone_waiting.discard(child)  # its lines were played already; it is gone
+            return
+        shared = "CLONE_FS" in call.skeleton
+        if shared:
+            cell.members += 1
+        given = cell if shared else cell.copy()
+        if child in self.waiting:
+            self.release(child, given)
+        elif child not in self.cells:
+            self.cells[child] = given
+
+    def apply(self, call: _Call, cell: _Cell) -> None:
         strings = [_unescape(m.group(1)) for m in call.spans]
         if call.name in _FORKS:
-            if call.child is not None and call.child in self.waiting:
-                shared = "CLONE_FS" in call.skeleton
-                self.release(call.child, cell if shared else list(cell))
-            elif call.child is not None and call.child not in self.cells:
-                self.cells[call.child] = cell if "CLONE_FS" in call.skeleton else list(cell)
+            self.adopt(call, cell)
             return
         if call.name == "chdir":
             if call.value == "0" and strings:
-                if strings[0].startswith("/"):
-                    cell[0] = _normalized(strings[0])
-                elif cell[0] is not None:
-                    cell[0] = _normalized(os.path.join(cell[0], strings[0]))
+                if cell.members > 1:
+                    cell.cwd = None
+                elif strings[0].startswith("/"):
+                    cell.cwd = _normalized(strings[0])
+                elif cell.cwd is not None:
+                    cell.cwd = _normalized(os.path.join(cell.cwd, strings[0]))
             return
         if call.name == "fchdir":
             if call.value == "0":
-                cell[0] = None
+                cell.cwd = None
             return
         index, intent = PATH_CALLS[call.name]
         if intent == "open":
@@ -292,9 +358,9 @@ class _Directories:
                 continue
             written = strings[at]
             known = written.startswith("/") or (
-                cell[0] is not None and _relative_to_cwd(call.args, call.spans[at])
+                cell.cwd is not None and _relative_to_cwd(call.args, call.spans[at])
             )
-            path = _normalized(os.path.join(cell[0] or "", written)) if known else written
+            path = _normalized(os.path.join(cell.cwd or "", written)) if known else written
             if path.startswith(BWRAP_SETUP):
                 continue  # bwrap building the sandbox, before the command runs
             self.found.append(Refusal(path, call.name, str(call.errno), what, call.time, known))
@@ -316,10 +382,14 @@ def read_trace(lines: Iterable[str], start_cwd: str) -> list[Refusal]:
             directories.first(pid)
         elif kind == "exit":
             directories.exit(pid)
-        elif call is not None:
+        elif kind == "moving":
+            directories.moving(pid)
+        elif kind == "superseded" and isinstance(call, str):
+            directories.superseded(pid, call)
+        elif isinstance(call, _Call):
             directories.call(call)
     for pid in list(directories.waiting):
-        directories.release(pid, [None])  # its fork is not in the record
+        directories.release(pid, _Cell(None))  # its fork is not in the record
     return found
 
 
@@ -353,17 +423,24 @@ def classify(
     def refuse(path: str, why: str) -> None:
         apart[(path, why)] = apart.get((path, why), 0) + 1
 
+    shallow = _shallow(home, project)
+    judged: dict[str, str | None] = {}  # target -> why not (the filesystem looked at once)
     for r in refusals:
         if not r.cwd_known:
-            refuse(r.path, "relative to a working directory the trace does not show")
+            refuse(r.path, "relative to a directory the trace does not show")
             continue
-        real_path = os.path.realpath(r.path)
-        why = _on_purpose(r.path, rules, protected) or _on_purpose(real_path, rules, protected)
+        real_path = _resolved(r.path)
+        why = _on_purpose(r.path, rules, protected) or (
+            _on_purpose(real_path, rules, protected) if real_path else None
+        )
         if why is not None:
             refuse(r.path, f"refused on purpose: {why}")
             continue
         if r.intent == "read":
             refuse(r.path, f"{r.errno} on a read: the host's own permissions (no rule grants more)")
+            continue
+        if shallow is not None:
+            refuse(r.path, shallow)
             continue
         target = r.path
         in_place = (
@@ -375,41 +452,15 @@ def classify(
             # a new name (or one taken away) needs its directory writable; a file that exists
             # and is opened with O_CREAT is written in place
             target = os.path.dirname(r.path) or "/"
-        if not expressible(target):
-            refuse(
-                r.path,
-                "egg.yaml cannot hold this path (not UTF-8, a control character, or "
-                "spaces at either end)",
-            )
-            continue
-        real = os.path.realpath(target)
-        if real != target:
-            # bwrap mounts where a link leads: the rule would open that, not what it names
-            refuse(r.path, f"reached through a symlink on the host (to {real}): no rule proposed")
-            continue
-        if r.call in METADATA_CALLS and os.path.isdir(target):
+        if target not in judged:
+            judged[target] = _judge(target, home, project, rules, protected)
+        if judged[target] is None and r.call in METADATA_CALLS and os.path.isdir(target):
             refuse(
                 r.path, "a metadata change (mode, owner, times) of a directory: no rule proposed"
             )
             continue
-        if not (pathrules.under(target, home) or pathrules.under(target, project)):
-            refuse(r.path, "outside your home and this project: egg does not propose that")
-            continue
-        broad = too_broad(target, home, project)
-        if broad is not None:
-            refuse(r.path, broad)
-            continue
-        if any(p == target and m == "ro" for p, m, _ in rules):
-            # at one path the more restrictive rule wins: an rw: beside it would change nothing
-            refuse(r.path, f"egg.yaml says ro:{_shown(target, home)}: change that rule by hand")
-            continue
-        mode = pathrules.governing_mode(target, [(p, m) for p, m, _ in rules])
-        if mode in pathrules.WRITABLE_MODES or mode == "cache":
-            refuse(
-                r.path,
-                f"{r.errno}: writable under egg.yaml now (a rule added since the run, "
-                "or the host's own permissions refused it)",
-            )
+        if judged[target] is not None:
+            refuse(r.path, str(judged[target]).replace("{errno}", r.errno))
             continue
         use = uses.setdefault(target, FsUse(f"rw:{_shown(target, home)}", target))
         use.count += 1
@@ -444,6 +495,17 @@ HOST_RUNS_FROM = (
     ".local/share/systemd",
     ".vim",
     ".emacs.d",
+    ".local/lib",  # site-packages: a .pth file there runs at every Python start
+    ".local/share/nvim",
+    ".local/share/gnome-shell",
+    ".local/share/direnv",
+    ".local/share/kservices5",
+    ".config/plasma-workspace",
+)
+#: a directory with one of these names anywhere in the path holds what programs load or run
+RUN_FROM_NAMES = frozenset(
+    {"bin", "sbin", "site-packages", "dist-packages", "extensions", "plugins", "hooks"}
+    | {"autostart", "startup", "init.d", "profile.d", "lib", "lib64", "libexec"}
 )
 #: how many entries of a proposed directory are looked at for repositories and egg.yaml files
 SCAN_LIMIT = 500
@@ -469,11 +531,33 @@ def too_broad(target: str, home: str, project: str) -> str | None:
         where = os.path.join(home, place)
         if pathrules.under(target, where) or pathrules.under(where, target):
             return f"refused on purpose: the host runs what is in ~/{place}"
+    below_home = os.path.relpath(target, home) if pathrules.under(target, home) else target
+    loaded = RUN_FROM_NAMES.intersection(below_home.split(os.sep))
+    if loaded and not inside_project:
+        return f"refused on purpose: programs run or load what is in a {min(loaded)}/ directory"
+    repository = _inside_repository(target, home)
+    if repository is not None and not inside_project:
+        return f"it is inside the repository {repository}: its hooks would become writable"
     # (the project's own .git and egg.yaml are guarded by egg whatever the rule says)
     holds = None if inside_project else _holds_policy_or_repository(target)
     if holds is not None:
         return f"it holds {holds}: its hooks or policy would become writable"
     return None
+
+
+def _inside_repository(target: str, home: str) -> str | None:
+    """The git directory ``target`` is in (a ``.git`` component, or a bare repository: HEAD,
+    objects/ and refs/), looking up to the home or the root."""
+    parts = target.split(os.sep)
+    if ".git" in parts:
+        return os.sep.join(parts[: parts.index(".git") + 1]) or "/"
+    here = target
+    while True:
+        if all(os.path.lexists(os.path.join(here, name)) for name in ("HEAD", "objects", "refs")):
+            return here
+        if here in (home, "/") or not here:
+            return None
+        here = os.path.dirname(here)
 
 
 def _holds_policy_or_repository(directory: str) -> str | None:
@@ -494,6 +578,65 @@ def _holds_policy_or_repository(directory: str) -> str | None:
                         return os.path.join(entry.path, name)
     except OSError:
         return None
+    return None
+
+
+def _shallow(home: str, project: str) -> str | None:
+    """Why nothing can be proposed at all: a home at the root or one level below it (``HOME=/``
+    is a container's default), or a project that holds the home."""
+    if pathrules.depth(home) < 2:
+        return f"the home directory is {home}: egg proposes no rule there"
+    if pathrules.under(home, project):
+        return f"the project ({project}) holds the home directory: egg proposes no rule there"
+    return None
+
+
+def _resolved(path: str) -> str | None:
+    """``path`` with every symlink resolved, or None when that cannot be done (a chain of
+    links the sandbox built deeper than Python's realpath recursion goes)."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, RecursionError, ValueError):
+        return None
+
+
+def _judge(
+    target: str,
+    home: str,
+    project: str,
+    rules: Sequence[tuple[str, str, str]],
+    protected: Sequence[tuple[str, str, str]],
+) -> str | None:
+    """Why ``rw:target`` is not proposed (``{errno}`` stands for the refusal's), or None."""
+    if not expressible(target):
+        return (
+            "egg.yaml cannot hold this path (not UTF-8, a control character, or spaces at "
+            "either end)"
+        )
+    real = _resolved(target)
+    if real is None:
+        return "its symlinks cannot be resolved: no rule proposed"
+    if real != target:
+        # bwrap mounts where a link leads: the rule would open that, not what it names
+        return f"reached through a symlink on the host (to {real}): no rule proposed"
+    # a deny above the directory (not only above the refused path): the rule would undo it
+    why = _on_purpose(target, rules, protected)
+    if why is not None:
+        return f"refused on purpose: {why}"
+    if not (pathrules.under(target, home) or pathrules.under(target, project)):
+        return "outside your home and this project: egg does not propose that"
+    broad = too_broad(target, home, project)
+    if broad is not None:
+        return broad
+    if any(p == target and m == "ro" for p, m, _ in rules):
+        # at one path the more restrictive rule wins: an rw: beside it would change nothing
+        return f"egg.yaml says ro:{_shown(target, home)}: change that rule by hand"
+    mode = pathrules.governing_mode(target, [(p, m) for p, m, _ in rules])
+    if mode in pathrules.WRITABLE_MODES or mode == "cache":
+        return (
+            "{errno}: writable under egg.yaml now (a rule added since the run, or the host's "
+            "own permissions refused it)"
+        )
     return None
 
 
@@ -526,18 +669,22 @@ def _on_purpose(
 
 
 def _fold_into_ancestors(uses: dict[str, FsUse]) -> list[FsUse]:
-    kept: list[FsUse] = []
-    for path in sorted(uses):
-        parent = next((k for k in kept if pathrules.under(path, k.path)), None)
-        if parent is None:
-            kept.append(uses[path])
+    """Each rule whose directory another proposed rule already covers folded into that one
+    (parents looked up, so thousands of sibling rules stay cheap)."""
+    kept: dict[str, FsUse] = {}
+    for path in sorted(uses, key=lambda p: (pathrules.depth(p), p)):
+        parent = path
+        while parent not in kept and parent not in ("/", ""):
+            parent = os.path.dirname(parent)
+        if parent not in kept:
+            kept[path] = uses[path]
             continue
-        child = uses[path]
-        parent.count += child.count
-        parent.first = min(parent.first, child.first)
-        parent.last = max(parent.last, child.last)
-        parent.examples = (parent.examples + child.examples)[:3]
-    return kept
+        into, child = kept[parent], uses[path]
+        into.count += child.count
+        into.first = min(into.first, child.first)
+        into.last = max(into.last, child.last)
+        into.examples = (into.examples + child.examples)[:3]
+    return sorted(kept.values(), key=lambda u: u.path)
 
 
 def _shown(path: str, home: str) -> str:

@@ -166,7 +166,8 @@ class SessionStartup:
             prepared.cleanup()
             raise EnforcementError("--trace needs strace (apt install strace)")
         trace_log = self.paths.trace_log
-        options = ["-f", "-qq", "-tt", *_pid_namespace_option(strace)]
+        # -q, not -qq: the "+++ exited" lines say when a pid may be reused (egg policy suggest)
+        options = ["-f", "-q", "-tt", *_pid_namespace_option(strace)]
         prepared.argv = [strace, *options, "-o", str(trace_log), "--", *prepared.argv]
 
     def browser_env(self, plan: Any) -> dict[str, str]:
