@@ -7,6 +7,7 @@ a traced run was refused (:mod:`egg_core.suggest_fs`), as an edit of the egg.yam
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -155,6 +156,8 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
         }
         print(json.dumps(data, indent=2))
         return 0
+    if isinstance(sys.stdout, io.TextIOWrapper):  # a name from the sandbox, a terminal in ASCII
+        sys.stdout.reconfigure(errors="backslashreplace")
     _print(found, fs, config, sources)
     _print_edit(found, fs_rules, edit, edit_problem, config, applied=ns.apply)
     return 0

@@ -158,3 +158,13 @@ def test_config_is_relative_to_where_the_user_is(tmp_path: Path, egg_home: Path)
     )
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["config"] == str(tmp_path / "egg.yaml")
+
+
+def test_a_path_from_the_sandbox_prints_on_an_ascii_terminal(tmp_path: Path, egg_home: Path):
+    env = {**os.environ, "EGG_HOME": str(egg_home), "PYTHONIOENCODING": "ascii"}
+    (tmp_path / "egg.yaml").write_text("network: none\n")
+    trace = tmp_path / "trace.log"
+    trace.write_text('1 10:00:00.1 mkdir("/srv/caf\\303\\251/y", 0777) = -1 EROFS (Read-only)\n')
+    shown = egg(env, tmp_path, "policy", "suggest", "--trace", str(trace))
+    assert shown.returncode == 0, shown.stderr
+    assert "/srv/caf\\xe9/y (1x): " in shown.stdout  # escaped, not a crash
