@@ -1,8 +1,8 @@
 """``egg policy suggest --apply``: add allowlist entries and fs rules to the egg.yaml a run used.
 
 Every byte the user wrote stays where it was: comments, key order, quoting, indentation, blank
-lines. A round-trip *dump* does not promise that (ruamel.yaml's re-indents every mapping of a
-file to one width and moves trailing comments), so nothing is re-serialised: egg's own YAML
+lines. A round-trip *dump* does not promise that (ruamel.yaml's dump re-indents every mapping of
+a file to one width and moves trailing comments), so nothing is re-serialised: egg's own YAML
 parser (:func:`egg_core.config_yaml.compose`, the one every run loads egg.yaml with, so the two
 can never disagree about a file) gives each node's exact position, and the new entries are
 inserted as text where the list ends (or where the key that will hold them goes), written in the

@@ -9,16 +9,19 @@ the session's policy as egg.yaml gives it now:
   credential list, ``$EGG_HOME``, the configs, ``.git/hooks`` and the other git guard paths, an
   agent's code directories) is *refused on purpose*: listed with the rule's reason, never
   proposed;
-- a write outside the home directory and the project, or one that would need the home directory
-  itself writable, is listed apart (egg does not propose opening system directories or ``~``);
+- a write outside the home directory and the project, one that would need the home directory
+  (or anything above it) writable, the top of the home, a directory holding the project or
+  another repository, anything inside a git directory, a place the host runs or loads code from
+  (:data:`HOST_RUNS_FROM`, :data:`RUN_FROM_NAMES`), a path reached through a host symlink, and a
+  metadata-only change of a directory are listed apart with why (see :func:`too_broad`);
 - a read refused with EACCES/EPERM is the host's own permissions (egg hides a denied path, it does
   not refuse it): listed apart, since no rule can grant more than the host allows.
 
 What is left becomes ``rw:DIR`` (the directory a file was to be created or removed in) or
 ``rw:FILE`` (an existing file written in place), deepest-first duplicates folded into their
 ancestors. Paths inside the sandbox are host paths (the Linux platform binds every rule at its own
-path); relative paths are resolved against the process's working directory, followed through
-``chdir`` and inherited by forked children.
+path); relative paths are resolved against the process's working directory (see
+:class:`_Directories`), and listed apart when the record does not show it.
 """
 
 from __future__ import annotations
