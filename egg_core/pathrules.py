@@ -14,6 +14,7 @@ from typing import Literal
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
+    from typing import Any
 
 #: a filesystem rule's mode (see egg_core.policy.FsEntry)
 Mode = Literal["rw", "rw-prefix", "cache", "ro", "deny-write", "deny"]
@@ -33,17 +34,25 @@ def depth(path: str) -> int:
     return path.rstrip("/").count("/")
 
 
-def governing_mode(real: str, ruled: Iterable[tuple[str, str]]) -> str | None:
-    """The mode of the rule that decides ``real``: the deepest rule at or above it, the more
-    restrictive one at equal depth. ``ruled`` holds (resolved path, mode) pairs; None when no
-    rule covers ``real`` (only the read-only root does)."""
-    best: tuple[int, int, str] | None = None
-    for path, mode in ruled:
+def governing_rule(real: str, ruled: Iterable[Sequence[Any]]) -> Sequence[Any] | None:
+    """The rule that decides ``real``: the deepest at or above it, the more restrictive one at
+    equal depth. ``ruled`` holds (resolved path, mode, ...) tuples, returned as given; None when
+    no rule covers ``real`` (only the read-only root does)."""
+    best: tuple[int, int] | None = None
+    chosen: Sequence[Any] | None = None
+    for rule in ruled:
+        path, mode = rule[0], rule[1]
         if under(real, path):
-            key = (depth(path), MODE_RANK.get(mode, 0), mode)
-            if best is None or key[:2] >= best[:2]:
-                best = key
-    return best[2] if best else None
+            key = (depth(path), MODE_RANK.get(mode, 0))
+            if best is None or key >= best:
+                best, chosen = key, rule
+    return chosen
+
+
+def governing_mode(real: str, ruled: Iterable[tuple[str, str]]) -> str | None:
+    """The mode of :func:`governing_rule` for ``real`` (None: only the read-only root)."""
+    rule = governing_rule(real, ruled)
+    return None if rule is None else str(rule[1])
 
 
 def mounted_rules(rules: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:

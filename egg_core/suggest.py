@@ -199,7 +199,7 @@ def fold(entries: Sequence[str]) -> tuple[list[str], list[Fold]]:
     entry for it stays."""
     groups: dict[tuple[str, str], list[str]] = {}
     for entry in entries:
-        host, port = _split_entry(entry)
+        host, port = split_entry(entry)
         domain = registrable_domain(host)
         if domain is not None and host != domain and not host.startswith("*."):
             groups.setdefault((domain, port), []).append(entry)
@@ -207,7 +207,7 @@ def fold(entries: Sequence[str]) -> tuple[list[str], list[Fold]]:
     folds: list[Fold] = []
     done: set[tuple[str, str]] = set()
     for entry in entries:
-        host, port = _split_entry(entry)
+        host, port = split_entry(entry)
         domain = registrable_domain(host)
         key = (domain or "", port)
         members = groups.get(key, [])
@@ -223,7 +223,8 @@ def fold(entries: Sequence[str]) -> tuple[list[str], list[Fold]]:
     return list(dict.fromkeys(out)), folds
 
 
-def _split_entry(entry: str) -> tuple[str, str]:
+def split_entry(entry: str) -> tuple[str, str]:
+    """An allowlist entry as (host, port text; empty for the default ports)."""
     host, sep, port = entry.rpartition(":")
     return (host, port) if sep and port.isdigit() else (entry, "")
 
@@ -266,7 +267,7 @@ def suggest(
     add: list[str] = []
     for use in sorted(hosts.values(), key=lambda u: u.host):
         for entry in use.entries():
-            host, _, port_text = entry.rpartition(":") if ":" in entry else (entry, "", "")
+            host, port_text = split_entry(entry)
             ports = [int(port_text)] if port_text else [p for p in DEFAULT_PORTS if p in use.ports]
             if all(rules.match(host, port)[0] for port in ports or [443]):
                 continue  # already on the list (an earlier suggestion applied, say)

@@ -31,6 +31,7 @@ from egg_core.config_files import ResolvedConfig, resolve_config
 from egg_core.config_yaml import compose, decode, load_config_file, load_config_string, to_data
 from egg_core.errors import ConfigError, EggError, UsageError
 from egg_core.netrules import DEFAULT_PORTS, NetworkRules
+from egg_core.suggest import split_entry
 
 #: an egg.yaml larger than this is not edited (the loader's own limit is far above real files)
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -231,7 +232,7 @@ def _check(edit: Applied, environ: Mapping[str, str], wildcards: Collection[str]
         raise EggError(f"{path}: the edit would change more than it adds; nothing written")
     rules = NetworkRules(domains=merged.network.domains)
     for entry in edit.added:
-        host, _, port = entry.rpartition(":") if ":" in entry else (entry, "", "")
+        host, port = split_entry(entry)
         probe = host.replace("*.", "any.", 1) if host.startswith("*.") else host
         if not rules.match(probe, int(port) if port else DEFAULT_PORTS[0])[0]:
             raise EggError(f"{path}: after the edit {entry} is still refused; nothing written")

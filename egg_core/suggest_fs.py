@@ -660,14 +660,10 @@ def _on_purpose(
     for where, mode, source in protected:
         if mode in ("deny", "deny-write") and pathrules.under(path, where):
             return f"{mode}:{where} ({source})"
-    best: tuple[int, int, str, str, str] | None = None
-    for where, mode, source in rules:
-        if pathrules.under(path, where):
-            key = (pathrules.depth(where), pathrules.MODE_RANK.get(mode, 0), mode, source, where)
-            if best is None or key[:2] >= best[:2]:
-                best = key
-    if best is not None and best[2] in ("deny", "deny-write"):
-        return f"{best[2]}:{best[4]} ({best[3] or 'egg.yaml'})"
+    rule = pathrules.governing_rule(path, rules)
+    if rule is not None and rule[1] in ("deny", "deny-write"):
+        where, mode, source = rule
+        return f"{mode}:{where} ({source or 'egg.yaml'})"
     return None
 
 
