@@ -190,6 +190,12 @@ class Box:
             self.chown(directory)
         return target
 
+    def witness(self, name: str) -> Path:
+        """Where a planted command leaves its mark if it ever runs *on the host*: a directory the
+        identity can write on the host and the sandbox sees read-only (not under the workspace
+        or the home), so a mark found there was made outside the sandbox, by either identity."""
+        return self.root / "witness" / name
+
     def config(self, config: Mapping[str, Any] | str, path: Path | None = None) -> Path:
         """Write an egg.yaml (default: the workspace's)."""
         text = config if isinstance(config, str) else yaml.safe_dump(dict(config))
@@ -309,6 +315,7 @@ def box(identity: Identity, boxes_dir: Path) -> Iterator[Box]:
     box.mkdir(home)
     box.mkdir(box.workspace)
     box.mkdir(box.egg_home, mode=0o700)
+    box.mkdir(root / "witness")
     box.mkdir(".cache")
     box.mkdir(".ssh", mode=0o700)
     box.write(".ssh/id_ed25519", f"-----BEGIN OPENSSH PRIVATE KEY-----\n{box.secret}\n", 0o600)

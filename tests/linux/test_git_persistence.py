@@ -43,7 +43,7 @@ def make_repo(box: Box, where: Path | None = None) -> Path:
 
 
 def marker(box: Box, name: str = "PWNED") -> Path:
-    return box.root / name
+    return box.witness(name)
 
 
 def evil(box: Box, name: str = "PWNED") -> str:
@@ -62,7 +62,7 @@ def assert_host_git_runs_nothing(box: Box, cwd: Path | None = None) -> None:
     commit = host_git(box, "commit", "-q", "-m", "host commit", cwd=cwd)
     assert commit.returncode == 0, commit.stderr
     assert not marker(box).exists(), "the host's git ran a command the sandbox planted"
-    assert not list(box.root.glob("PWNED*"))
+    assert not list(box.witness("").glob("PWNED*"))
 
 
 # -- existing repositories: protected while the sandbox runs ------------------------------------

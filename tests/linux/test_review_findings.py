@@ -100,7 +100,7 @@ def test_an_empty_placeholder_egg_yaml_does_not_hide_the_user_global_config(box:
 
 
 def test_an_empty_path_entry_does_not_run_a_workspace_bwrap(box: Box) -> None:
-    marker = box.root / "bwrap-ran"
+    marker = box.witness("bwrap-ran")
     box.write(box.workspace / "bwrap", f"#!/bin/sh\ntouch {marker}\n", mode=0o755)
     env = {"PATH": ":/usr/local/bin:/usr/bin:/bin"}
 
