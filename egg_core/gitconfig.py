@@ -129,7 +129,7 @@ def scrub_config(path: str, quarantine: Quarantine, git: str | None) -> list[str
         write_new(str(target), original, 0o600)
         replace(path, render_config(kept))
     except OSError as exc:
-        return [f"git: could not rewrite {path}: {exc.strerror}"]
+        return [quarantine.failure(f"git: could not rewrite {path}: {exc.strerror}")]
     return [
         f"git: dropped {', '.join(dropped)} from {path}: written in the sandbox, it could run "
         f"commands on the host (the original is in {target})"
@@ -144,6 +144,8 @@ def read_config(path: str, git: str | None) -> list[tuple[str, str | None]] | No
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": "/dev/null",
         "HOME": "/nonexistent",
+        # no repository is discovered, wherever git starts: only the file named is read
+        "GIT_DIR": "/nonexistent",
     }
     try:
         proc = subprocess.run(

@@ -46,7 +46,14 @@ import attrs
 from egg_core import facts as checks
 from egg_core import observe, pathrules
 from egg_core.gitconfig import scrub_config
-from egg_core.gitlayout import Layout, common_dir, config_mentions, find_layout
+from egg_core.gitlayout import (
+    MAX_NESTING,
+    MAX_REPOSITORIES,
+    Layout,
+    common_dir,
+    config_mentions,
+    find_layout,
+)
 from egg_core.policy import SEED_DIRECTORY, EffectivePolicy, FsEntry
 from egg_core.quarantine import Quarantine
 from egg_core.safeio import write_new
@@ -128,6 +135,8 @@ def plan(policy: EffectivePolicy, ruled: list[tuple[str, str]]) -> GitGuard:
         "ruled": ruled,
         "known": sorted({*layout.gitdirs, *layout.commons}),
         "watch": watch,
+        # repositories beyond the walk's bounds: neither protected nor audited
+        "skipped": layout.skipped,
     }
     # what the layout search looked at is this launch's business too (the exec cache's facts)
     observe.extend(watch)
@@ -161,19 +170,43 @@ def changed(state: dict[str, Any]) -> bool:
     return checks.stale_fact(state.get("watch", ())) is not None
 
 
+@attrs.frozen
+class Audit:
+    """What one audit did: a line per thing it removed or could not remove."""
+
+    lines: tuple[str, ...] = ()
+    #: what it could not make safe (also among :attr:`lines`): git may still run something the
+    #: sandbox wrote, so no host program should start there until an audit succeeds
+    unsafe: tuple[str, ...] = ()
+
+
 def audit(state: dict[str, Any], egg_home: Path, git: str | None = None) -> list[str]:
     """Neutralize the configuration and hook sources of repositories that appeared during the
-    run, where the sandbox could have written them; one line per thing removed.
+    run, where the sandbox could have written them; one line per thing removed (see
+    :func:`check`)."""
+    return list(check(state, egg_home, git).lines)
+
+
+def check(
+    state: dict[str, Any],
+    egg_home: Path,
+    git: str | None = None,
+    starts: Iterable[str] = (),
+) -> Audit:
+    """:func:`audit`, saying also what it could not make safe; ``starts`` are directories git
+    will run in besides the launch's own (a host tool's working directory).
 
     ``state`` is updated in place to what was seen, sources of the new repositories included
     (nothing protects those, so any later change to them must bring the audit back): a session
-    calls this again whenever :func:`changed` says so, and only then.
+    calls this again whenever :func:`changed` says so, and only then. An audit that could not
+    make everything safe leaves ``state`` as it was, so the next one looks again.
     """
-    if not changed(state):
-        return []
+    extra = [s for s in starts if s not in state.get("starts", ())]
+    if not extra and not state.get("skipped") and not changed(state):
+        return Audit()
     writable = pathrules.writable_under([(str(r[0]), str(r[1])) for r in state.get("ruled", ())])
     known = set(state.get("known", ()))
-    layout = find_layout(state.get("starts", ()))
+    layout = find_layout([*state.get("starts", ()), *extra])
     quarantine = Quarantine(egg_home, "git")
     if git is None:
         from egg_core.paths import host_which
@@ -211,8 +244,21 @@ def audit(state: dict[str, Any], egg_home: Path, git: str | None = None) -> list
         if os.path.lexists(hooks) and writable(hooks):
             lines += quarantine_hooks(hooks, quarantine)
         unguarded += [config, hooks]
-    state["watch"] = watch_facts(layout) + _source_facts(unguarded)
-    return lines
+    unsafe = list(quarantine.failed)
+    skipped = max(layout.skipped, state.get("skipped", 0))
+    if skipped:
+        unsafe.append(
+            quarantine.failure(
+                f"git: {skipped} more repositories git would reach were not audited "
+                f"(the audit follows {MAX_REPOSITORIES} in all, submodules {MAX_NESTING} deep)"
+            )
+        )
+        lines.append(unsafe[-1])
+    if not unsafe:
+        state["watch"] = watch_facts(layout) + _source_facts(unguarded)
+        if extra:
+            state["starts"] = [*state.get("starts", ()), *extra]
+    return Audit(tuple(lines), tuple(unsafe))
 
 
 def _source_facts(paths: Iterable[str]) -> list[Fact]:

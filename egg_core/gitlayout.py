@@ -43,6 +43,9 @@ class Layout:
     probed: tuple[str, ...] = ()
     indexes: tuple[str, ...] = ()
     worktree_lists: tuple[str, ...] = ()
+    #: repositories git would reach that the walk did not follow (beyond :data:`MAX_NESTING`
+    #: or :data:`MAX_REPOSITORIES`): nothing below them was looked at
+    skipped: int = 0
 
 
 def find_layout(starts: Iterable[str]) -> Layout:
@@ -61,6 +64,7 @@ def find_layout(starts: Iterable[str]) -> Layout:
         probed=tuple(dict.fromkeys(found.probed)),
         indexes=tuple(found.indexes),
         worktree_lists=tuple(found.worktree_lists),
+        skipped=found.skipped,
     )
 
 
@@ -85,13 +89,15 @@ class _Walk:
     probed: list[str] = attrs.Factory(list)
     indexes: list[str] = attrs.Factory(list)
     worktree_lists: list[str] = attrs.Factory(list)
+    skipped: int = 0
 
     def repository(self, worktree: str, nesting: int) -> None:
-        if len(self.gitdirs) >= MAX_REPOSITORIES or nesting > MAX_NESTING:
-            return
         dotgit = os.path.join(worktree, ".git")
         gitdir = resolve_dotgit(dotgit)
         if gitdir is None or gitdir in self.gitdirs:
+            return
+        if len(self.gitdirs) >= MAX_REPOSITORIES or nesting > MAX_NESTING:
+            self.skipped += 1
             return
         self.dotgits.append(dotgit)
         self.gitdirs.append(gitdir)
@@ -101,8 +107,12 @@ class _Walk:
             listing = os.path.join(common, "worktrees")
             self.worktree_lists.append(listing)
             for linked in _subdirectories(listing):
-                if linked not in self.gitdirs and len(self.gitdirs) < MAX_REPOSITORIES:
+                if linked in self.gitdirs:
+                    continue
+                if len(self.gitdirs) < MAX_REPOSITORIES:
                     self.gitdirs.append(linked)
+                else:
+                    self.skipped += 1
         index = os.path.join(gitdir, "index")
         self.indexes.append(index)
         for link in gitlinks(index, hash_bytes(common)):

@@ -362,16 +362,9 @@ def after_run(
     git_state: dict[str, Any] | None, code_watch: Sequence[str], egg_home: Any
 ) -> list[str]:
     """:func:`audit_after_run` from plain data (the exec cache's fast path has no plan)."""
-    from egg_core import gitguard, settings_code
+    from egg_core.hostrun import RunGuard
 
-    lines = []
-    try:
-        if git_state is not None:
-            lines += gitguard.audit(git_state, Path(egg_home))
-        lines += settings_code.take_new_code_dirs(code_watch, egg_home)
-    except Exception as exc:  # a hostile layout must never make egg itself fail
-        lines.append(f"the audit after the run failed ({type(exc).__name__}: {exc})")
-    return lines
+    return RunGuard(git_state, code_watch, egg_home).audit()[0]
 
 
 def _session_markers() -> frozenset[str]:

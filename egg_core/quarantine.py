@@ -8,7 +8,9 @@ all of ``$EGG_HOME`` is.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import time
 from pathlib import Path
 
@@ -20,6 +22,9 @@ class Quarantine:
         self.root = egg_home / "quarantine"
         self.label = label
         self._dir: Path | None = None
+        #: what could not be taken away (also among the lines :meth:`take` returned): the
+        #: guard that asked has not made its place safe
+        self.failed: list[str] = []
 
     @property
     def directory(self) -> Path:
@@ -39,21 +44,48 @@ class Quarantine:
         try:
             _move(path, target)
         except OSError as exc:
-            return f"{self.label}: could not remove {path} ({why}): {exc.strerror}"
+            return self.failure(f"{self.label}: could not remove {path} ({why}): {exc.strerror}")
         return f"{self.label}: removed {path}: {why} (kept in {target})"
+
+    def failure(self, line: str) -> str:
+        """Record that something could not be made safe; ``line`` says what."""
+        self.failed.append(line)
+        return line
 
 
 def _move(source: str, target: Path) -> None:
+    """Rename ``source`` into the quarantine through a descriptor of its directory, opened one
+    component at a time without following a symlink (:func:`egg_core.hostfs.open_directory`).
+    The sandbox owns what it made and may have taken its own write permission away (``chmod
+    555`` on the directory, or on a directory being moved, whose ``..`` changes): the user's
+    own permissions are taken back first."""
+    from egg_core.hostfs import make_writable, open_directory, remove_at
+
+    name = os.path.basename(source)
+    parent = os.path.realpath(os.path.dirname(source) or "/")  # the user's own links stay
+    parent_fd = open_directory(parent, {}, [], create=False)
+    if parent_fd is None:
+        raise FileNotFoundError(2, os.strerror(2), source)
     try:
-        os.rename(source, target)
-    except OSError as exc:
-        if exc.errno != 18:  # EXDEV: another filesystem; copy, then remove
-            raise
+        st = os.lstat(name, dir_fd=parent_fd)
+        make_writable(parent_fd)
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid():
+            os.chmod(
+                name, stat.S_IMODE(st.st_mode) | 0o700, dir_fd=parent_fd, follow_symlinks=False
+            )
+        try:
+            os.rename(name, target, src_dir_fd=parent_fd)
+            return
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:  # another filesystem: copy, then remove
+                raise
         import shutil
 
-        if os.path.isdir(source) and not os.path.islink(source):
-            shutil.copytree(source, target, symlinks=True)
-            shutil.rmtree(source)
+        real = os.path.join(parent, name)
+        if stat.S_ISDIR(st.st_mode):
+            shutil.copytree(real, target, symlinks=True)
         else:
-            shutil.copy2(source, target, follow_symlinks=False)
-            os.unlink(source)
+            shutil.copy2(real, target, follow_symlinks=False)
+        remove_at(parent_fd, name)
+    finally:
+        os.close(parent_fd)

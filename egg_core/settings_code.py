@@ -33,6 +33,7 @@ from typing import Any
 from egg_core import observe
 from egg_core.policy import SEED_DIRECTORY, EffectivePolicy, FsEntry
 from egg_core.profiles import AgentProfile
+from egg_core.quarantine import Quarantine
 from egg_core.safeio import read_text
 
 #: a settings file bigger than this is not read for paths (none of the agents' are)
@@ -77,15 +78,16 @@ def _nearest_existing(path: str) -> str:
     return current
 
 
-def take_new_code_dirs(paths: Iterable[str], egg_home: Any) -> list[str]:
+def take_new_code_dirs(
+    paths: Iterable[str], egg_home: Any, quarantine: Quarantine | None = None
+) -> list[str]:
     """After a run: move each code directory in ``paths`` that now exists (the sandbox made
-    it) to the quarantine; one line each."""
-    from egg_core.quarantine import Quarantine
-
+    it) to the quarantine (``quarantine``'s ``failed`` says what could not be moved); one line
+    each."""
     found = [path for path in paths if os.path.lexists(path)]
     if not found:
         return []
-    quarantine = Quarantine(Path(egg_home), "agent code")
+    quarantine = quarantine or Quarantine(Path(egg_home), "agent code")
     return [
         quarantine.take(path, "created in the sandbox; the agent would load it") for path in found
     ]

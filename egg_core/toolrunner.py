@@ -4,7 +4,10 @@
   ARG2 …``, so ``$(touch x)`` or ``;id`` arrive verbatim as ``"$1"``.
 - The environment is minimal (PATH, HOME, LANG, USER of the host), then the tool's ``env``, then
   the caller's identity, last, so that no tool file can spoof it: ``EGG_SESSION``,
-  ``EGG_AGENT``, ``EGG_WORKSPACE``, ``EGG_TOOL``.
+  ``EGG_AGENT``, ``EGG_WORKSPACE``, ``EGG_TOOL``. PATH keeps no empty, relative or
+  caller-writable entry (:func:`egg_core.hostrun.program_path`): the command runs in the
+  caller's workspace, and a ``git`` the sandbox put on a PATH it can write must not be the one
+  that runs.
 - The command runs in its own process group, in the caller's workspace; past the tool's timeout
   the whole group is killed and the call returns exit 124. Each output stream is kept up to
   :data:`MAX_OUTPUT` bytes (the rest is read and dropped, with a note).
@@ -25,6 +28,7 @@ from typing import Any
 
 import attrs
 
+from egg_core.hostrun import program_path
 from egg_core.tools import Tool, ToolResult
 
 #: bytes of each output stream a call returns
@@ -36,11 +40,13 @@ HOST_VARIABLES = ("PATH", "HOME", "LANG", "USER")
 
 @attrs.frozen(kw_only=True)
 class Caller:
-    """Who calls: the session (``exec-<pid>`` for ``egg exec``), its agent, its workspace."""
+    """Who calls: the session (``exec-<pid>`` for ``egg exec``), its agent, its workspace, and
+    what its sandbox can write (its mounted rules; none for a host MCP client)."""
 
     session: str
     agent: str = ""
     workspace: str = ""
+    ruled: tuple[tuple[str, str], ...] = ()
 
     def environment(self, tool: Tool) -> dict[str, str]:
         return {
@@ -78,6 +84,8 @@ class ToolRunner:
             env = host_environment()
             env.update(tool.env)
             env.update(caller.environment(tool))
+            if "PATH" in env:
+                env["PATH"] = program_path(env["PATH"], caller.ruled)
             if tool.func is not None:
                 return _call_function(tool, list(args), env, deadline)
             return _run_command(tool, list(args), env, caller.workspace, deadline)

@@ -26,7 +26,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from egg_core import toolclient
+from egg_core.hostrun import RunGuard
 from egg_core.toolrunner import Caller, ToolRunner
 from egg_core.tools import ToolSet
 
@@ -36,6 +39,8 @@ BIN = "bin"
 MAX_REQUEST = toolclient.MAX_REQUEST
 REQUEST_TIMEOUT = 10.0
 MAX_CONNECTIONS = 64
+#: the exit code a caller gets when a call was refused before the tool started
+REFUSED = 125
 
 
 class ToolServer:
@@ -49,6 +54,7 @@ class ToolServer:
         caller: Caller,
         signature: Callable[[], Any] = lambda: None,
         runner: ToolRunner | None = None,
+        guard: RunGuard | None = None,
     ) -> None:
         self.directory = directory
         self.enabled = list(enabled)
@@ -59,6 +65,8 @@ class ToolServer:
         self._lock = threading.Lock()
         self.caller = caller
         self.runner = runner or ToolRunner()
+        #: the run's guards: every call is audited first (threat O, egg_core.hostrun)
+        self.guard = guard
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self._listener: socket.socket | None = None
         self._thread: threading.Thread | None = None
@@ -169,13 +177,25 @@ class ToolServer:
         found, problems = self.tools().enabled([name])
         if problems:
             return {"error": problems[0], "exit_code": 2}
-        return self.runner.call(found[name], args, self.caller).to_json()
+        said = ""
+        if self.guard is not None:
+            where = self.caller.workspace or os.environ.get("HOME") or "/"
+            preflight = self.guard.before(f"tool {name}", where)
+            said = "".join(f"egg: {line}\n" for line in preflight.lines)
+            if preflight.refused is not None:
+                return {"error": preflight.refused, "exit_code": REFUSED, "stderr": said}
+        answer = self.runner.call(found[name], args, self.caller).to_json()
+        answer["stderr"] = said + str(answer.get("stderr") or "")
+        return answer
 
 
-def serve(pm: Any, plan: Any, directory: Path, caller: Caller) -> ToolServer | None:
+def serve(
+    pm: Any, plan: Any, directory: Path, caller: Caller, guard: RunGuard | None = None
+) -> ToolServer | None:
     """The tool socket for a launch of ``plan``, started; None when its egg.yaml enables no
     tool. An enabled tool that is not defined, or whose file is broken, stops the launch (exit
-    125, the error in one line)."""
+    125, the error in one line). Every call is audited by ``guard`` first, and its PATH keeps
+    nothing the sandbox of ``plan`` can write."""
     from egg_core.errors import EggError
     from egg_core.tools import collect
 
@@ -186,8 +206,17 @@ def serve(pm: Any, plan: Any, directory: Path, caller: Caller) -> ToolServer | N
     def load() -> ToolSet:
         return collect(pm, plan.resolved.config, plan.egg_home)
 
+    from egg_core.pathrules import mounted_rules
+
+    ruled = tuple(mounted_rules((entry.path, entry.mode) for entry in plan.policy.fs))
+    caller = attrs.evolve(caller, ruled=ruled)
     server = ToolServer(
-        directory, names, load, caller, signature=lambda: tools_signature(plan.egg_home)
+        directory,
+        names,
+        load,
+        caller,
+        signature=lambda: tools_signature(plan.egg_home),
+        guard=guard,
     )
     _, problems = server.tools().enabled(names)  # what it loaded, not a second reading
     if problems:

@@ -52,7 +52,8 @@ def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
     import contextlib
 
     from egg_core import observe, rundirs, snapshot, toolserver, windows
-    from egg_core.launch import audit_after_run, find_command, plan_launch
+    from egg_core.hostrun import RunGuard
+    from egg_core.launch import find_command, plan_launch
     from egg_core.toolrunner import Caller
 
     cwd = Path(os.getcwd())
@@ -86,11 +87,13 @@ def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
     try:
         layer, staged = plan.stage_home_files(work_dir)
         snapshot.take(str(work_dir / "settings"), settings, plan.settings_keys, staged)
+        guard = RunGuard(plan.git_state, plan.code_watch, plan.egg_home)
         tools = toolserver.serve(
             ctx.pm,
             plan,
             work_dir / "tools",
             Caller(session=f"exec-{os.getpid()}", agent=ns.agent or "", workspace=str(cwd)),
+            guard,
         )
         if tools is not None:
             stack.callback(tools.stop)
@@ -107,7 +110,7 @@ def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
             return _launch(ns, ctx, command, plan, launch, cwd)
         finally:
             windows.close_window(str(plan.egg_home), window)
-            for line in audit_after_run(plan):
+            for line in guard.audit()[0]:
                 print(f"egg: {line}", file=sys.stderr)
     finally:
         stack.close()

@@ -91,7 +91,8 @@ class Daemon(SessionStartup, SessionServing):
         self.plan: Any = None
         #: what the git guard removed during the session (see egg_core.gitguard)
         self.git_lines: list[str] = []
-        self.git_lock = threading.Lock()
+        #: the run's host-side guards, shared by the periodic audit, tool calls and the end
+        self.guard: Any = None
         #: threat N: the program's clipboard writes are dropped unless egg.yaml allows them
         self.clipboard: ClipboardFilter | None = None
         self.clipboard_logged = False
@@ -282,13 +283,10 @@ class Daemon(SessionStartup, SessionServing):
             update_meta(self.paths, agent_session_id=found)
 
     def audit_git(self) -> None:
-        """One audit at a time: the watcher's may still run in its thread when finish() starts."""
-        from egg_core.launch import audit_after_run
-
-        with self.git_lock:
-            for line in audit_after_run(self.plan):
-                log(self.paths, line)
-                self.git_lines.append(line)
+        """One audit at a time (the guard's lock): the watcher's may still run in its thread
+        when finish() starts, and tool calls audit before they run (egg_core.hostrun)."""
+        if self.guard is not None:
+            self.guard.audit()
 
     async def periodic(self) -> None:
         watchdog_logged = False

@@ -28,6 +28,8 @@ class SessionStartup:
     spec: Any
     pm: Any
     plan: Any
+    guard: Any
+    git_lines: list[str]
     prepared: Any
     launch: Any
     proc: Any
@@ -41,6 +43,12 @@ class SessionStartup:
     rows: int
     cols: int
     started: float
+
+    def guard_said(self, line: str) -> None:
+        """A line of the run's guards (egg_core.hostrun): in the session's log, and in what the
+        session tells when it ends."""
+        log(self.paths, line)
+        self.git_lines.append(line)
 
     def on_pty_readable(self) -> None:
         """The event loop's (see Daemon): what the PTY says once it is spawned."""
@@ -78,10 +86,14 @@ class SessionStartup:
         snapshot.take(str(self.paths.settings), settings, plan.settings_keys, staged)
         self.paths.shared.mkdir(mode=0o700, exist_ok=True)
         from egg_core import toolserver
+        from egg_core.hostrun import RunGuard
         from egg_core.toolrunner import Caller
 
+        self.guard = RunGuard(plan.git_state, plan.code_watch, plan.egg_home, said=self.guard_said)
         caller = Caller(session=self.paths.id, agent=spec.agent or "", workspace=spec.cwd)
-        self.tool_server = toolserver.serve(self.pm, plan, self.paths.directory / "tools", caller)
+        self.tool_server = toolserver.serve(
+            self.pm, plan, self.paths.directory / "tools", caller, self.guard
+        )
         launch = plan.launch(
             work_dir=self.paths.directory,
             tty=True,

@@ -1,0 +1,174 @@
+"""Threat O: a host program egg runs where a sandbox could write runs nothing the sandbox planted.
+
+A host tool runs on the host, in the workspace, while the sandbox that can write there is still
+running. Before its command starts, every repository git would reach from there is audited with
+the same code as after a run (synchronously: no one-second window), and its PATH keeps only
+entries no sandbox can write. Each attack plants a command that leaves a mark in a directory only
+the host can write (:meth:`Box.witness`), then calls a tool whose command runs the host's git.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.linux.conftest import Box
+from tests.linux.test_git_persistence import NESTED_REPO, assert_host_git_runs_nothing, make_repo
+
+MONITOR = "core.fsmonitor"
+
+
+def mark(box: Box, name: str = "PWNED") -> str:
+    """A command that leaves a mark in the witness directory (and fails, so git carries on)."""
+    return f"touch {box.witness(name)}; false"
+
+
+def tool(box: Box, name: str, run: str) -> None:
+    box.write(box.egg_home / "tools" / f"{name}.yaml", f"name: {name}\nrun: {run}\n")
+
+
+def with_git_tool(box: Box, run: str = "git status --short", **config: object) -> None:
+    tool(box, "gitstatus", run)
+    box.config({"tools": ["gitstatus"], **config})
+
+
+def test_a_repository_initialised_inside_runs_nothing_in_a_tool_calling_git(box: Box) -> None:
+    with_git_tool(box)
+    result = box.exec(
+        "sh",
+        "-c",
+        f"git init -q . && git config {MONITOR} '{mark(box)}' && gitstatus; echo code=$?",
+    )
+
+    assert "code=0" in result.stdout, result.stderr
+    assert not box.witness("PWNED").exists(), "the tool's git ran the sandbox's fsmonitor"
+    assert "git: dropped core.fsmonitor" in result.stderr  # said, in one line
+    assert "fsmonitor" not in (box.workspace / ".git" / "config").read_text()
+
+
+def test_a_staged_nested_repository_runs_nothing_in_a_tool_calling_git(box: Box) -> None:
+    make_repo(box)
+    with_git_tool(box)
+    attack = NESTED_REPO.format(monitor=MONITOR, command=mark(box))
+    result = box.exec("sh", "-c", f"{attack} && gitstatus; echo code=$?")
+
+    assert "code=0" in result.stdout, result.stderr
+    assert not box.witness("PWNED").exists()
+    assert "git: dropped core.fsmonitor" in result.stderr
+
+
+def test_a_hook_in_a_directory_the_sandbox_made_read_only_is_still_taken(box: Box) -> None:
+    """The sandbox owns what it made: ``chmod 555`` on the hooks directory must not keep a hook
+    where the audit cannot move it (uid 65534 has no DAC override)."""
+    with_git_tool(box, run="git commit -q --allow-empty -m tool")
+    hook = f"#!/bin/sh\\n{mark(box)}\\n"
+    result = box.exec(
+        "sh",
+        "-c",
+        "git init -q . && git config user.name a && git config user.email a@b && "
+        f"printf '{hook}' > .git/hooks/pre-commit && chmod 755 .git/hooks/pre-commit && "
+        "chmod 555 .git/hooks && gitstatus; echo code=$?",
+    )
+
+    assert "code=0" in result.stdout, result.stderr
+    assert not box.witness("PWNED").exists(), "the tool's git commit ran the planted hook"
+    assert "pre-commit" in result.stderr and "git: removed" in result.stderr
+
+
+def test_a_tool_call_is_refused_when_the_repositories_cannot_all_be_audited(box: Box) -> None:
+    """Submodules nested deeper than the audit follows: git would reach what egg did not read,
+    so the call is refused (exit 125 to the caller), in one line, and nothing runs."""
+    make_repo(box)
+    with_git_tool(box)
+    chain = " && ".join(
+        [
+            "set -e",
+            "d=$PWD",
+            *(
+                "mkdir -p n && cd n && git init -q && git commit -q --allow-empty -m n"
+                for _ in range(10)
+            ),
+            f"git config {MONITOR} '{mark(box)}'",
+            # stage each repository in its parent's index, deepest first
+            'while [ "$PWD" != "$d" ]; do h=$(git rev-parse HEAD); cd ..; '
+            'git update-index --add --cacheinfo "160000,$h,n"; done',
+        ]
+    )
+    result = box.exec("sh", "-c", f"{chain}; set +e; gitstatus; echo code=$?")
+
+    assert "code=125" in result.stdout, result.stderr
+    refusals = [line for line in result.stderr.splitlines() if "refused" in line]
+    assert len(refusals) == 1 and "gitstatus" in refusals[0], result.stderr
+    assert not box.witness("PWNED").exists()
+
+
+def test_a_session_audits_before_a_tool_call_not_a_second_later(box: Box) -> None:
+    """Plant and call at once: the periodic audit's window must not matter."""
+    with_git_tool(box)
+    script = (
+        f"git init -q . && git config {MONITOR} '{mark(box)}' && gitstatus > called.txt 2>&1; "
+        "echo done >> called.txt; sleep 60"
+    )
+    started = box.run("run", "--detach", "--", "sh", "-c", script)
+    assert started.returncode == 0, started.stderr
+    session = started.stdout.strip()
+    try:
+        called = box.workspace / "called.txt"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and "done" not in (
+            called.read_text() if called.exists() else ""
+        ):
+            time.sleep(0.1)
+        assert "done" in called.read_text()
+        assert not box.witness("PWNED").exists()
+        log = (box.egg_home / "sessions" / session / "egg.log").read_text()
+        assert "git: dropped core.fsmonitor" in log
+    finally:
+        box.run("kill", session)
+
+
+def test_a_tools_path_keeps_no_entry_the_sandbox_can_write(box: Box) -> None:
+    """Empty and relative entries (the workspace, where the tool runs) and directories the
+    sandbox can write, at, above or below: a ``git`` planted there never runs on the host."""
+    payload = f"#!/bin/sh\n{mark(box, 'PATH-' + '{}')}\n"
+    box.write(box.home / "tools" / "bin" / "git", '#!/bin/sh\nexec /usr/bin/git "$@"\n', 0o755)
+    box.mkdir(box.home / "other" / "bin")
+    host_path = ":".join(
+        [
+            "",
+            ".",
+            "bin",
+            f"{box.workspace}/bin",  # under rw:./
+            f"{box.home}/tools/bin",  # holds a file the sandbox may write (rw:~/tools/bin/git)
+            f"{box.home}/other/bin",  # under rw:~/other
+            "/usr/local/bin",
+            "/usr/bin",
+            "/bin",
+        ]
+    )
+    with_git_tool(
+        box,
+        run='git --version; echo "PATH=$PATH"',
+        fs=["rw:./", "rw:~/tools/bin/git", "rw:~/other"],
+    )
+    plant = " && ".join(
+        f"mkdir -p {d} && printf '{payload.format(i)}' > {d}/git && chmod 755 {d}/git"
+        for i, d in enumerate(["bin", ".", f"{box.home}/other/bin"])
+    )
+    plant += f" && printf '{payload.format('tools')}' > {box.home}/tools/bin/git"
+    result = box.exec("sh", "-c", f"{plant} && gitstatus", env={"PATH": host_path})
+
+    assert result.returncode == 0, result.stderr
+    assert "git version" in result.stdout
+    assert not list(box.witness("").glob("PATH-*")), "a planted git ran on the host"
+    shown = next(line for line in result.stdout.splitlines() if line.startswith("PATH="))
+    assert shown == "PATH=/usr/local/bin:/usr/bin:/bin"
+
+
+@pytest.mark.parametrize("identity", ["root"], indirect=True)
+def test_the_host_git_after_such_a_run_still_runs_nothing(box: Box) -> None:
+    """The after-run audit is the same code: nothing was left for the user's own git either."""
+    with_git_tool(box)
+    box.exec("sh", "-c", f"git init -q . && git config {MONITOR} '{mark(box)}' && gitstatus")
+    assert_host_git_runs_nothing(box)
