@@ -351,17 +351,12 @@ def plan_launch(
     )
 
 
-def audit_after_run(plan: Plan) -> list[str]:
-    """What the guards took away after a run of ``plan`` (one line each): the git guard's audit
-    (:func:`egg_core.gitguard.audit`) and agent code directories the sandbox created. Never
-    raises: a failing audit is reported, not fatal."""
-    return after_run(plan.git_state, plan.code_watch, plan.egg_home)
-
-
 def after_run(
     git_state: dict[str, Any] | None, code_watch: Sequence[str], egg_home: Any
 ) -> list[str]:
-    """:func:`audit_after_run` from plain data (the exec cache's fast path has no plan)."""
+    """What the guards took away after a run (one line each): the git guard's audit and agent
+    code directories the sandbox created (:class:`egg_core.hostrun.RunGuard`), from plain data
+    (the exec cache's fast path has no plan). Never raises: a failing audit is reported."""
     from egg_core.hostrun import RunGuard
 
     return RunGuard(git_state, code_watch, egg_home).audit()[0]
