@@ -72,7 +72,16 @@ def configure(p: argparse.ArgumentParser) -> None:
         default=[],
         metavar="RULE",
         help="with --apply, also write this fs rule shown for review, exactly as shown "
-        "(rw:~/.cache/foo; repeatable)",
+        "(rw:~/.cache/foo; repeatable); without --apply, show the edit that would make",
+    )
+    p.epilog = (
+        "--apply writes network entries (plain host names) and the fs rules that lie inside "
+        "the project (the directory the run worked in, which '.' in egg.yaml names; not inside "
+        "another repository in it, nor under a deny, a cache:, a narrower ro: or one of egg's "
+        "protections) or inside the session's agent's own state directories, and touch no "
+        "agent's settings or code. Every other fs rule is shown under 'review by hand' with "
+        "the exact line to add to egg.yaml; --apply --include RULE writes it once you have "
+        "read it."
     )
     p.add_argument("--json", action="store_true", help="print JSON")
 

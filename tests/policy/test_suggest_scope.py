@@ -132,6 +132,13 @@ def test_an_include_that_names_no_suggestion_is_one_line_exit_2_and_writes_nothi
     trace = home / "trace.log"
     trace.write_text(trace_line(home / ".config/zsh/.zshrc") + trace_line(project / "build/o"))
     before = (project / "egg.yaml").read_text()
+    preview = egg(
+        env, project, "policy", "suggest", "--trace", str(trace), "--include", "rw:~/.config/zsh"
+    )
+    assert preview.returncode == 0, preview.stderr
+    assert "+network: none   # no network\n" not in preview.stdout  # only the fs line changes
+    assert "+fs: [ro:., 'rw:~/.config/zsh', 'rw:~/proj/build']\n" in preview.stdout
+    assert (project / "egg.yaml").read_text() == before  # without --apply nothing is written
     for bogus in ("rw:~/.config", "rw:~/.config/zsh/", "~/.config/zsh", "rw:~/.ssh"):
         refused = egg(
             env, project, "policy", "suggest", "--trace", str(trace), "--apply", "--include", bogus
