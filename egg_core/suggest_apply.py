@@ -11,16 +11,18 @@ style of the list they join.
 The edit is checked before it is shown and again before it is written: egg's own loader (same
 errors, same line numbers) and the base chain resolved again, every added entry matched by the
 allowlist afterwards, nothing but the additions changed, and no wildcard added unless ``--fold``
-proposed it (hostnames come from what the sandboxed program asked for). The write is atomic (a
-fresh file renamed over) and refused when the file changed since it was read. ``mode`` is never
-touched: switching to ``enforce`` is the user's step.
+proposed it (hostnames come from what the sandboxed program asked for), and no ``fs`` rule
+added unless the scope says it may be (:mod:`egg_core.suggest_scope`, asked again here, right
+before the write) or the user named it with ``--include``. The write is atomic (a fresh file
+renamed over) and refused when the file changed since it was read. ``mode`` is never touched:
+switching to ``enforce`` is the user's step.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -37,6 +39,9 @@ from egg_core.suggest import split_entry
 MAX_CONFIG_BYTES = 1024 * 1024
 _PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]*(:[0-9]{1,5})?")
 _DOCUMENT_END = re.compile(r"^\.\.\.[ \t]*(#.*)?$", re.MULTILINE)
+#: why an ``fs`` rule may not be added without the user naming it (None: it may);
+#: :meth:`egg_core.suggest_scope.Scope.review`
+Review = Callable[[str], str | None]
 
 
 @attrs.frozen
@@ -110,16 +115,21 @@ def planned_edit(
     fs: Sequence[str] = (),
     environ: Mapping[str, str] | None = None,
     wildcards: Collection[str] = (),
+    *,
+    review: Review | None = None,
+    included: Collection[str] = (),
 ) -> Applied:
     """What ``--apply`` would write, checked (nothing is written): the file, the entries it
     lacks, and its text before and after. ``wildcards``: the ``*.`` entries ``--fold`` made,
-    the only ones that may be added."""
+    the only ones that may be added. An ``fs`` rule is added only when ``review`` has nothing
+    against it or it is in ``included`` (without ``review``, only the included ones)."""
     path = network_file(resolved) if network else _leaf(resolved)
     before = decode(_read(os.path.realpath(path), path), str(path))
     after, new_domains, new_fs = add_entries(before, network, fs, str(path))
     edit = Applied(path, new_domains, before, after, new_fs)
     if after != before:
         _check(edit, os.environ if environ is None else environ, wildcards)
+        _check_scope(edit, review, included)
     return edit
 
 
@@ -129,10 +139,14 @@ def apply_entries(
     environ: Mapping[str, str],
     fs: Sequence[str] = (),
     wildcards: Collection[str] = (),
+    *,
+    review: Review | None = None,
+    included: Collection[str] = (),
 ) -> Applied:
     """Add ``network`` entries to the allowlist and ``fs`` rules to the config ``resolved``
-    came from, checked and written atomically (see the module docstring)."""
-    edit = planned_edit(resolved, network, fs, environ, wildcards)
+    came from, checked and written atomically (see the module docstring; ``review`` and
+    ``included`` as for :func:`planned_edit`)."""
+    edit = planned_edit(resolved, network, fs, environ, wildcards, review=review, included=included)
     if edit.after == edit.before:
         return edit
     real = os.path.realpath(edit.path)  # a symlinked egg.yaml: edit the file, keep the link
@@ -236,6 +250,49 @@ def _check(edit: Applied, environ: Mapping[str, str], wildcards: Collection[str]
         probe = host.replace("*.", "any.", 1) if host.startswith("*.") else host
         if not rules.match(probe, int(port) if port else DEFAULT_PORTS[0])[0]:
             raise EggError(f"{path}: after the edit {entry} is still refused; nothing written")
+
+
+def _check_scope(edit: Applied, review: Review | None, included: Collection[str]) -> None:
+    """Every ``fs`` rule added is in the scope --apply may write by itself, or named."""
+    for rule in edit.added_fs:
+        if rule in included:
+            continue
+        why = review(rule) if review is not None else "no scope to check it against"
+        if why is not None:
+            raise EggError(
+                f"{edit.path}: refusing to add {rule} ({why}): name it with --include once "
+                "you have read it; nothing written"
+            )
+
+
+def current_text(resolved: ResolvedConfig) -> str | None:
+    """The text of the egg.yaml ``--apply`` edits for ``fs`` rules; None when there is none
+    or it cannot be read."""
+    try:
+        path = _leaf(resolved)
+        return decode(_read(os.path.realpath(path), path), str(path))
+    except EggError:
+        return None
+
+
+def hand_line(text: str | None, rule: str, source: str) -> str:
+    """What the user adds to egg.yaml (``text``; None when there is none to edit) to write
+    ``rule`` by hand: the line(s) --apply --include would insert, as they would read there."""
+    import difflib
+
+    generic = "fs:\n  - " + yaml_item(rule) if text is None else "- " + yaml_item(rule)
+    if text is None:
+        return generic
+    try:
+        after = edit_text(text, [rule], source, "fs")
+    except (ConfigError, yaml.YAMLError):
+        return generic
+    added = [
+        line[1:]
+        for line in difflib.unified_diff(text.splitlines(), after.splitlines(), lineterm="", n=0)
+        if line.startswith("+") and not line.startswith("+++")
+    ]
+    return "\n".join(added) or generic
 
 
 def _read(real: str, shown: Path) -> bytes:

@@ -17,6 +17,10 @@ the session's policy as egg.yaml gives it now:
 - a read refused with EACCES/EPERM is the host's own permissions (egg hides a denied path, it does
   not refuse it): listed apart, since no rule can grant more than the host allows.
 
+These lists are advice for what is *shown*; what ``--apply`` writes is decided apart, by a scope
+that is safe by construction (:mod:`egg_core.suggest_scope`): a list of the places a host runs
+code from cannot be complete.
+
 What is left becomes ``rw:DIR`` (the directory a file was to be created or removed in) or
 ``rw:FILE`` (an existing file written in place), deepest-first duplicates folded into their
 ancestors. Paths inside the sandbox are host paths (the Linux platform binds every rule at its own

@@ -1,8 +1,11 @@
-"""``egg policy suggest [SESSION | --log FILE ... | --trace FILE ...] [--json] [--fold] [--apply]``:
-the allowlist a run needed, from its network log (:mod:`egg_core.suggest`), and the ``fs`` rules
-a traced run was refused (:mod:`egg_core.suggest_fs`), as an edit of the egg.yaml the run used
-(:mod:`egg_core.suggest_apply`). Observe first (``network: {mode: observe}``, ``egg run
---trace``), then suggest, then ``--apply``, then switch to ``mode: enforce``."""
+"""``egg policy suggest [SESSION | --log FILE ... | --trace FILE ...] [--json] [--fold] [--apply]
+[--include RULE ...]``: the allowlist a run needed, from its network log (:mod:`egg_core.suggest`),
+and the ``fs`` rules a traced run was refused (:mod:`egg_core.suggest_fs`), as an edit of the
+egg.yaml the run used (:mod:`egg_core.suggest_apply`). Observe first (``network: {mode:
+observe}``, ``egg run --trace``), then suggest, then ``--apply``, then switch to ``mode:
+enforce``. ``--apply`` writes an ``fs`` rule by itself only inside the project or the recorded
+agent's own directories (:mod:`egg_core.suggest_scope`); every other one is shown for review with
+the line to add, and written only when named with ``--include``."""
 
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ if TYPE_CHECKING:
     from egg_core.suggest import Suggestion
     from egg_core.suggest_apply import Applied
     from egg_core.suggest_fs import FsRefused, FsUse
+    from egg_core.suggest_scope import Scope
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -58,7 +62,26 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--apply",
         action="store_true",
-        help="write the suggestion into egg.yaml (comments and order kept; mode left as it is)",
+        help="write the suggestion into egg.yaml (comments and order kept; mode left as it is); "
+        "fs rules only inside the project or the agent's own directories, the others are shown "
+        "for review",
+    )
+    p.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="with --apply, also write this fs rule shown for review, exactly as shown "
+        "(rw:~/.cache/foo; repeatable); without --apply, show the edit that would make",
+    )
+    p.epilog = (
+        "--apply writes network entries (plain host names) and the fs rules that lie inside "
+        "the project (the directory the run worked in, which '.' in egg.yaml names; not inside "
+        "another repository in it, nor under a deny, a cache:, a narrower ro: or one of egg's "
+        "protections) or inside the session's agent's own state directories, and touch no "
+        "agent's settings or code. Every other fs rule is shown under 'review by hand' with "
+        "the exact line to add to egg.yaml; --apply --include RULE writes it once you have "
+        "read it."
     )
     p.add_argument("--json", action="store_true", help="print JSON")
 
@@ -80,11 +103,39 @@ class FsPart:
     rules: tuple[FsUse, ...]
     refused: tuple[FsRefused, ...]
     calls: int
+    scope: Scope
+    #: rule -> why it needs review (None: --apply writes it by itself)
+    review: dict[str, str | None] = attrs.Factory(dict)
+    #: rule -> the line(s) to add to egg.yaml by hand (after what --apply writes by itself)
+    lines: dict[str, str] = attrs.Factory(dict)
 
-    def to_json(self, traces: tuple[Path, ...]) -> dict[str, Any]:
+    def with_lines(self, text: str | None, source: str) -> FsPart:
+        from egg_core.suggest_apply import hand_line
+
+        lines = {u.rule: hand_line(text, u.rule, source) for u in self.rules}
+        return attrs.evolve(self, lines=lines)
+
+    def automatic(self) -> list[str]:
+        return [u.rule for u in self.rules if self.review.get(u.rule) is None]
+
+    def for_review(self) -> list[str]:
+        return [u.rule for u in self.rules if self.review.get(u.rule) is not None]
+
+    def to_json(self, traces: tuple[Path, ...], included: list[str]) -> dict[str, Any]:
         return {
             "add": [u.rule for u in self.rules],
-            "rules": [u.to_json() for u in self.rules],
+            "rules": [
+                {
+                    **u.to_json(),
+                    "apply": "review" if self.review.get(u.rule) else "automatic",
+                    "why_review": self.review.get(u.rule),
+                    "line": self.lines.get(u.rule, ""),
+                }
+                for u in self.rules
+            ],
+            "automatic": self.automatic(),
+            "review": self.for_review(),
+            "included": [r for r in included if r in self.review],
             "refused": [r.to_json() for r in self.refused],
             "refusals": self.calls,
             "traces": [str(t) for t in traces],
@@ -125,8 +176,11 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
         raise UsageError(f"{config_path}: the session's egg.yaml is gone (pass --config PATH)")
     config = discover_config(cwd, config_path, ctx.environ)
     found = suggest.suggest(read, config.config.network.domains, corrupt, fold_wildcards=ns.fold)
-    fs = _fs_part(ctx, sources, cwd, config_path) if sources.traces else None
-    fs_rules = [u.rule for u in fs.rules] if fs else []
+    fs = _fs_part(ctx, sources, cwd, config_path, config) if sources.traces else None
+    included = _included(ns.include, found, fs)
+    automatic = fs.automatic() if fs else []
+    fs_rules = [u.rule for u in fs.rules if u.rule in automatic or u.rule in included] if fs else []
+    review = fs.scope.review if fs else None
     edit: Applied | None = None
     edit_problem = None
     if found.add or fs_rules:
@@ -134,21 +188,38 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
             folds = [f.entry for f in found.folded]
             if ns.apply:
                 edit = suggest_apply.apply_entries(
-                    config, found.add, ctx.environ, fs_rules, wildcards=folds
+                    config,
+                    found.add,
+                    ctx.environ,
+                    fs_rules,
+                    wildcards=folds,
+                    review=review,
+                    included=included,
                 )
             else:
-                edit = suggest_apply.planned_edit(config, found.add, fs_rules, ctx.environ, folds)
+                edit = suggest_apply.planned_edit(
+                    config,
+                    found.add,
+                    fs_rules,
+                    ctx.environ,
+                    folds,
+                    review=review,
+                    included=included,
+                )
         except EggError as exc:
             if ns.apply:
                 raise
             edit_problem = exc.message
+    if fs is not None:
+        text = edit.after if edit is not None else suggest_apply.current_text(config)
+        fs = fs.with_lines(text, str(config.path or "egg.yaml"))
     if ns.json:
         data = {
             **found.to_json(),
             "config": str(config.path or ""),
             "logs": [str(p) for p in sources.logs],
             "session": sources.session or None,
-            "fs": fs.to_json(sources.traces) if fs else None,
+            "fs": fs.to_json(sources.traces, included) if fs else None,
             "diff": edit.diff() if edit else "",
             "applied": ns.apply and edit is not None and edit.after != edit.before,
             "apply_problem": edit_problem,
@@ -159,8 +230,23 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
     if isinstance(sys.stdout, io.TextIOWrapper):  # a name from the sandbox, a terminal in ASCII
         sys.stdout.reconfigure(errors="backslashreplace")
     _print(found, fs, config, sources)
-    _print_edit(found, fs_rules, edit, edit_problem, config, applied=ns.apply)
+    waiting = _print_review(fs, included, config)
+    _print_edit(found, fs_rules, edit, edit_problem, config, applied=ns.apply, waiting=waiting)
     return 0
+
+
+def _included(names: list[str], found: Suggestion, fs: FsPart | None) -> list[str]:
+    """The ``--include`` rules, each one of this run's suggestions exactly as shown."""
+    from egg_core.cli.table import printable
+
+    known = set(found.add) | ({u.rule for u in fs.rules} if fs else set())
+    for name in names:
+        if name not in known:
+            raise UsageError(
+                f"--include {printable(name)}: not among this run's suggestions "
+                "(name a rule exactly as egg policy suggest shows it)"
+            )
+    return list(dict.fromkeys(names))
 
 
 def _sources(ctx: Context, words: list[str], ns: argparse.Namespace) -> Sources:
@@ -204,9 +290,13 @@ def _sources(ctx: Context, words: list[str], ns: argparse.Namespace) -> Sources:
     )
 
 
-def _fs_part(ctx: Context, sources: Sources, cwd: Path, config_path: str | None) -> FsPart:
-    """The traced refusals, judged against the policy the session's agent gets here now."""
-    from egg_core import suggest_fs
+def _fs_part(
+    ctx: Context, sources: Sources, cwd: Path, config_path: str | None, config: ResolvedConfig
+) -> FsPart:
+    """The traced refusals, judged against the policy the session's agent gets here now, and
+    which of the rules --apply may write by itself (the scope of the session's project and its
+    recorded agent)."""
+    from egg_core import registry, suggest_fs, suggest_scope
     from egg_core.launch import plan_launch
 
     refusals = []
@@ -216,7 +306,8 @@ def _fs_part(ctx: Context, sources: Sources, cwd: Path, config_path: str | None)
                 refusals += suggest_fs.read_trace(handle, str(cwd))
         except OSError as exc:
             raise UsageError(f"{trace}: cannot read the trace: {exc.strerror}") from None
-    agent = sources.meta.get("agent") or None
+    recorded = sources.meta.get("agent")
+    agent = recorded if isinstance(recorded, str) and recorded else None
     plan = plan_launch(ctx.pm, environ=ctx.environ, cwd=cwd, agent=agent, config_path=config_path)
     policy = plan.policy
     rules, apart = suggest_fs.classify(
@@ -226,7 +317,20 @@ def _fs_part(ctx: Context, sources: Sources, cwd: Path, config_path: str | None)
         rules=[(e.path, e.mode, e.source) for e in policy.fs],
         protected=[(e.path, e.mode, e.source) for e in policy.protected],
     )
-    return FsPart(tuple(rules), tuple(apart), len(refusals))
+    scope = suggest_scope.scope_of(
+        policy,
+        agent=agent,
+        profiles=[r.obj for r in registry.agents(ctx.pm).values()],
+        environ=ctx.environ,
+        snapshots=plan.settings,
+    )
+    return FsPart(
+        tuple(rules),
+        tuple(apart),
+        len(refusals),
+        scope,
+        {u.rule: scope.review(u.rule) for u in rules},
+    )
 
 
 def _print(found: Suggestion, fs: FsPart | None, config: ResolvedConfig, src: Sources) -> None:
@@ -271,12 +375,40 @@ def _print(found: Suggestion, fs: FsPart | None, config: ResolvedConfig, src: So
     print(f"{gap}read {fs.calls} refused file operations from {traces}")
     if fs.rules:
         print("the run was refused writes that these rules allow:")
-        rows = [[u.rule, str(u.count), u.first, u.last, u.examples[0]] for u in fs.rules]
-        print(render_table(["RULE", "COUNT", "FIRST", "LAST", "FOR EXAMPLE"], rows))
+        rows = [
+            [u.rule, _how(fs, u.rule), str(u.count), u.first, u.last, u.examples[0]]
+            for u in fs.rules
+        ]
+        print(render_table(["RULE", "APPLY", "COUNT", "FIRST", "LAST", "FOR EXAMPLE"], rows))
     if fs.refused:
         print("\nnot suggested:")
         for apart in fs.refused:
             print(f"  {printable(apart.path)} ({apart.count}x): {printable(apart.why)}")
+
+
+def _how(fs: FsPart, rule: str) -> str:
+    return "review" if fs.review.get(rule) else "auto"
+
+
+def _print_review(fs: FsPart | None, included: list[str], config: ResolvedConfig) -> bool:
+    """The rules --apply leaves to the user: why, and the exact line to add by hand; whether
+    there were any."""
+    from egg_core.cli.table import printable
+
+    waiting = [r for r in fs.for_review() if r not in included] if fs else []
+    if not fs or not waiting:
+        return False
+    where = printable(str(config.path or "./egg.yaml"))
+    print(
+        "\nreview by hand (--apply writes an fs rule by itself only inside the project or the "
+        f"agent's own directories): add its line to {where} yourself, or pass --apply --include "
+        "RULE once you have read it"
+    )
+    for rule in waiting:
+        print(f"  {printable(rule)}: {printable(str(fs.review[rule]))}")
+        for line in fs.lines[rule].splitlines():
+            print(f"      {printable(line)}")
+    return True
 
 
 def _print_edit(
@@ -287,9 +419,13 @@ def _print_edit(
     config: ResolvedConfig,
     *,
     applied: bool,
+    waiting: bool = False,
 ) -> None:
     if not found.add and not fs_rules:
-        print("\nnothing to add: egg.yaml already covers what the run needed")
+        if waiting:
+            print("\nnothing --apply writes by itself: the rules above are for you to review")
+        else:
+            print("\nnothing to add: egg.yaml already covers what the run needed")
         return
     if edit is None:
         where = config.path or "egg.yaml"

@@ -116,7 +116,8 @@ def test_apply_writes_atomically_keeps_the_mode_bits_and_a_symlink(tmp_path: Pat
     real.chmod(0o640)
     (tmp_path / "egg.yaml").symlink_to("real.yaml")
     resolved = discover_config(tmp_path, None, env)
-    done = apply_entries(resolved, ADD, env, ["rw:~/.cache/tool"], wildcards=ADD)
+    tool = ["rw:~/.cache/tool"]  # outside any scope: written because it is named
+    done = apply_entries(resolved, ADD, env, tool, wildcards=ADD, included=tool)
     assert done.added == tuple(ADD) and done.added_fs == ("rw:~/.cache/tool",)
     assert (tmp_path / "egg.yaml").is_symlink() and real.read_text() == done.after
     assert real.stat().st_mode & 0o777 == 0o640
@@ -128,9 +129,10 @@ def test_apply_writes_atomically_keeps_the_mode_bits_and_a_symlink(tmp_path: Pat
 
 def test_applying_twice_changes_nothing_the_second_time(tmp_path: Path):
     path, env = project(tmp_path, COMMENTED)
-    apply_entries(discover_config(tmp_path, None, env), ADD, env, ["rw:~/x"], wildcards=ADD)
+    named = {"included": ["rw:~/x"]}
+    apply_entries(discover_config(tmp_path, None, env), ADD, env, ["rw:~/x"], ADD, **named)
     once = path.read_bytes()
-    again = apply_entries(discover_config(tmp_path, None, env), ADD, env, ["rw:~/x"])
+    again = apply_entries(discover_config(tmp_path, None, env), ADD, env, ["rw:~/x"], **named)
     assert again.added == () and again.added_fs == () and path.read_bytes() == once
 
 
