@@ -23,6 +23,7 @@ from egg_core.plugins import EggPluginManager
 from egg_core.policy import (
     NEED_FILTERED,
     EffectivePolicy,
+    FsEntry,
     launcher_paths,
     protected_paths,
     resolve_policy,
@@ -284,6 +285,7 @@ def plan_launch(
     home = user_home(environ)
     egg_dir = egg_home(environ)
     protected = protected_paths(resolved.files, egg_dir, launcher_paths(environ), cwd)
+    protected += _plugin_code(pm, protected)
     policy = resolve_policy(
         resolved.config,
         profile,
@@ -349,6 +351,18 @@ def plan_launch(
             pm.hook.egg_network_transport() if policy.network_need == NEED_FILTERED else None
         ),
     )
+
+
+def _plugin_code(pm: Any, protected: Sequence[FsEntry]) -> list[FsEntry]:
+    """Every plugin distribution's code (egg_core.plugincode) that no protection covers yet."""
+    from egg_core.plugincode import plugin_code
+
+    covered = [e.path for e in protected if e.mode in ("deny", "deny-write")]
+    return [
+        entry
+        for entry in plugin_code(getattr(pm, "entry_points", ()))
+        if not any(pathrules.under(entry.path, root) for root in covered)
+    ]
 
 
 def after_run(

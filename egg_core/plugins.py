@@ -84,6 +84,9 @@ class EggPluginManager(pluggy.PluginManager):
         super().__init__(hookspecs.PROJECT_NAME)
         self.add_hookspecs(hookspecs)
         self._reports: dict[str, PluginReport] = {}
+        #: every ``egg`` entry point that was found, loaded or not (their distributions' code
+        #: is protected in every sandbox: egg_core.plugincode)
+        self.entry_points: list[EntryPointRecord] = []
 
     def reports(self) -> list[PluginReport]:
         """Every plugin that was considered, in load order, with its implemented hooks."""
@@ -135,6 +138,7 @@ def get_plugin_manager(
     env = os.environ if environ is None else environ
     pm = EggPluginManager()
     records = list(discover_entry_points(env) if entry_points is None else entry_points)
+    pm.entry_points = records
     allow = _name_set(env.get(LOAD_ENV))
     deny = _name_set(env.get(DISABLE_ENV)) or set()
     for name, plugin in extra_plugins:
