@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -99,3 +100,23 @@ def untrusted_candidates(name: str, search_path: str | None = None) -> list[str]
         if candidate and not (os.path.isabs(candidate) and trusted_location(candidate)):
             found.append(candidate)
     return found
+
+
+#: how many bytes a unix socket's path may have (``sun_path`` is 108 bytes on Linux, 104 on
+#: macOS, the terminating NUL included)
+SOCKET_PATH_BYTES = 107 if sys.platform.startswith("linux") else 103
+
+
+def socket_fits(path: Path) -> bool:
+    return len(os.fsencode(path)) <= SOCKET_PATH_BYTES
+
+
+def socket_directory(preferred: Path, longest_name: str, prefix: str) -> Path | None:
+    """None when a socket named up to ``longest_name`` fits in ``preferred``; else a fresh
+    private (0700) directory in the temporary directory, whose path is short, for the caller to
+    use and remove (a deep ``$EGG_HOME`` must not make a launch fail)."""
+    if socket_fits(preferred / longest_name):
+        return None
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix=prefix))

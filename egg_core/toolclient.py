@@ -45,7 +45,7 @@ def receive(sock: socket.socket, limit: int) -> dict | None:  # type: ignore[typ
         return None
     try:
         value = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # garbage, or nested deeper than the parser goes
         return None
     return value if isinstance(value, dict) else None
 

@@ -72,6 +72,9 @@ class ToolRunner:
             return self._slots[key]
 
     def call(self, tool: Tool, args: Sequence[str], caller: Caller) -> ToolResult:
+        bad = unusable_argument(args)
+        if bad is not None:
+            return ToolResult(exit_code=2, error=f"tool {tool.name}: {bad}")
         deadline = time.monotonic() + tool.timeout
         slot = self._slot(tool)
         if not slot.acquire(timeout=tool.timeout):
@@ -91,6 +94,20 @@ class ToolRunner:
             return _run_command(tool, list(args), env, caller.workspace, deadline)
         finally:
             slot.release()
+
+
+def unusable_argument(args: Sequence[str]) -> str | None:
+    """Why these arguments cannot reach a program (None: they can). A command line is C
+    strings of bytes: a NUL would cut one short, and a lone surrogate (JSON's ``"\ud800"``)
+    has no bytes at all."""
+    for number, arg in enumerate(args, 1):
+        if "\0" in arg:
+            return f"argument {number} holds a NUL character, which no command line can carry"
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"argument {number} is not valid text (a lone surrogate)"
+    return None
 
 
 def host_environment() -> dict[str, str]:

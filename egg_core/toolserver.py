@@ -30,7 +30,8 @@ import attrs
 
 from egg_core import toolclient
 from egg_core.hostrun import RunGuard
-from egg_core.toolrunner import Caller, ToolRunner
+from egg_core.paths import socket_directory
+from egg_core.toolrunner import Caller, ToolRunner, unusable_argument
 from egg_core.tools import ToolSet
 
 SOCKET = "tool.sock"
@@ -56,7 +57,9 @@ class ToolServer:
         runner: ToolRunner | None = None,
         guard: RunGuard | None = None,
     ) -> None:
-        self.directory = directory
+        #: a deep $EGG_HOME leaves no room for the socket's path: a short private one instead
+        self._short = socket_directory(directory, SOCKET, "egg-tools-")
+        self.directory = self._short or directory
         self.enabled = list(enabled)
         self._load = load
         self._signature = signature
@@ -120,6 +123,8 @@ class ToolServer:
             self._listener.close()
         if self._thread is not None:
             self._thread.join(timeout=2)
+        if self._short is not None:
+            shutil.rmtree(self._short, ignore_errors=True)
 
     # -- serving
 
@@ -147,8 +152,11 @@ class ToolServer:
                     toolclient.send(conn, {"error": "bad request", "exit_code": 2})
                 return
             conn.settimeout(None)
-            answer = self.answer(request)
-            with contextlib.suppress(OSError):
+            try:
+                answer = self.answer(request)
+            except Exception as exc:  # a request no check foresaw: an answer, not a traceback
+                answer = {"error": f"the request failed ({type(exc).__name__})", "exit_code": 70}
+            with contextlib.suppress(OSError, ValueError):
                 toolclient.send(conn, answer)
         finally:
             conn.close()
@@ -168,6 +176,11 @@ class ToolServer:
             return {"error": "a call needs a tool name and a list of args", "exit_code": 2}
         if not all(isinstance(a, str) for a in args):
             return {"error": "every argument must be a string", "exit_code": 2}
+        if unusable_argument([name]) is not None:
+            return {"error": "a tool name is printable text", "exit_code": 2}
+        bad = unusable_argument(args)
+        if bad is not None:
+            return {"error": bad, "exit_code": 2}
         if name not in self.enabled:
             return {
                 "error": f"tool {name[:64]!r} is not enabled for this sandbox "

@@ -104,8 +104,19 @@ def clear_live(paths: SessionPaths) -> None:
 
 
 def create_session(egg_home: Path) -> SessionPaths:
-    """A fresh session directory (0700) with its token (0600)."""
+    """A fresh session directory (0700) with its token (0600). A ``$EGG_HOME`` too deep for
+    the session's socket is one line, before anything is made."""
+    from egg_core.errors import EggError
+    from egg_core.paths import SOCKET_PATH_BYTES, socket_fits
+
     root = sessions_root(egg_home)
+    longest = root / "12345678" / "egg.sock"
+    if not socket_fits(longest):
+        raise EggError(
+            f"$EGG_HOME is too deep for a session's socket: {longest} would be "
+            f"{len(os.fsencode(longest))} bytes, and a unix socket's path holds at most "
+            f"{SOCKET_PATH_BYTES}; set EGG_HOME to a shorter directory"
+        )
     root.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(egg_home, os.stat(egg_home).st_mode & 0o700 | 0o700)
     for _ in range(100):

@@ -29,7 +29,6 @@ import os
 import shutil
 import signal
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -37,7 +36,7 @@ from egg_core import pathrules
 from egg_core import sandbox as caps
 from egg_core.errors import EnforcementError
 from egg_core.hookspecs import RegisterPlatform, hookimpl
-from egg_core.paths import host_which
+from egg_core.paths import host_which, socket_directory
 from egg_core.policy import NEED_FILTERED, NEED_FULL, NEED_NONE, EffectivePolicy
 from egg_core.sandbox import Availability, Check, Launch, Platform, Prepared
 
@@ -49,7 +48,6 @@ from .linux.placeholders import remove as remove_placeholders
 from .linux.status import StatusReader
 
 PROXY_PORT = 3128
-SUN_PATH_MAX = 100
 AS_FLOOR = 4 << 30
 BRIDGE = Path(bw.__file__).with_name("bridge.py")
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
@@ -418,10 +416,10 @@ class LinuxNamespaces(Platform):
         from egg_core.netrules import NetworkRules
 
         net_dir = launch.work_dir / "net"
-        if len(str(net_dir / "port-65535.sock")) > SUN_PATH_MAX:
-            # Unix socket paths are limited to 108 bytes; a deep $EGG_HOME gets a short dir.
-            net_dir = Path(tempfile.mkdtemp(prefix="egg-net-"))
-            prepared.add_cleanup(lambda: shutil.rmtree(net_dir, ignore_errors=True))
+        short = socket_directory(net_dir, "port-65535.sock", "egg-net-")
+        if short is not None:  # a deep $EGG_HOME: unix socket paths have about 108 bytes
+            net_dir = short
+            prepared.add_cleanup(lambda: shutil.rmtree(short, ignore_errors=True))
         net_dir.mkdir(mode=0o700, exist_ok=True)
         shutil.copyfile(BRIDGE, net_dir / "bridge.py")
         proxy_sock = None

@@ -89,6 +89,30 @@ def test_stdio_serves_only_the_named_tools(env, tmp_path):
     assert anyio.run(main) == {"greet"}
 
 
+def test_an_argument_no_command_line_can_carry_is_an_error_not_a_traceback(env, tmp_path):
+    errors = tmp_path / "stderr"
+    params = StdioServerParameters(
+        command=EGG[0], args=[*EGG[1:], "mcp"], env=env, cwd=str(tmp_path)
+    )
+
+    async def main() -> list[object]:
+        with errors.open("w") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                nul = await session.call_tool("greet", {"who": "a\x00b"})
+                after = await session.call_tool("greet", {"who": "you"})
+                return [nul, after]
+
+    # (a lone surrogate cannot be sent: the SDK's client refuses to encode it)
+    nul, after = anyio.run(main)
+    assert nul.is_error and "NUL" in nul.content[0].text  # type: ignore[attr-defined]
+    assert after.content[0].text == "hi you\n"  # type: ignore[attr-defined]
+    assert "Traceback" not in errors.read_text()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
