@@ -1,7 +1,8 @@
 """The environment a sandboxed process gets.
 
 Rules, in order:
-- only the names the policy allows (the egg.yaml allowlist or ``*``, HOME/PATH/TERM/LANG, and the
+- only the names the policy allows (the egg.yaml allowlist or ``*`` — the built-in default lists
+  HOME, PATH, TERM, LANG and USER, and a config with no env base lists exactly its own — and the
   agent's key variables) pass from the host;
 - a parent agent's own session variables (``CLAUDECODE``, ``CLAUDE_CODE_ENTRYPOINT``, ...) never
   pass: a nested agent would think it runs inside its parent's session;

@@ -369,10 +369,6 @@ def relocations(
     return found
 
 
-#: variables every sandbox gets from the host (egg_core.env filters everything else out)
-ESSENTIAL_VARIABLES = ("HOME", "PATH", "TERM", "LANG")
-
-
 @attrs.frozen(kw_only=True)
 class HostFacts:
     """What resolution needs to know about the host, observed apart from it so that
@@ -468,7 +464,9 @@ def resolve_policy(
     agent_env = [g.value for g in profile.env_vars]
     platform = platform_name or sys.platform
     agent_env += [p.name for p in profile.platform_env if p.platform == platform]
-    env_names = tuple(dict.fromkeys([*ESSENTIAL_VARIABLES, *config_env, *agent_env]))
+    # exactly what egg.yaml lists (the built-in default lists HOME, PATH, TERM, LANG, USER) and
+    # what the agent's profile drills: ``base: {env: none}`` means none of the host's others
+    env_names = tuple(dict.fromkeys([*config_env, *agent_env]))
     if not env_all:
         for grant in profile.env_vars:
             if grant.value not in config_env:

@@ -3,6 +3,7 @@ no secret is ever on a command line, and only the allowed variables pass."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -104,6 +105,20 @@ def test_unlisted_variables_do_not_reach_the_command(box: Box) -> None:
     assert result.returncode == 0
     assert box.secret not in result.stdout
     assert f"HOME={box.home}" in result.stdout.splitlines()
+
+
+def test_an_environment_with_no_base_is_exactly_what_egg_yaml_lists(box: Box) -> None:
+    """``base: {env: none}``: no variable the user did not list, HOME and PATH included."""
+    box.config({"base": {"env": "none"}, "env": ["CUSTOM_ONLY"]})
+
+    host = {"CUSTOM_ONLY": "yes", "OTHER": "no"}
+    result = box.exec("/usr/bin/env", env=host)
+    shown = box.run("explain", "--json", env=host)
+
+    assert result.returncode == 0, result.stderr
+    # and PWD, which the sandbox sets to where the command starts (bwrap's --chdir)
+    assert sorted(result.stdout.splitlines()) == ["CUSTOM_ONLY=yes", f"PWD={box.workspace}"]
+    assert json.loads(shown.stdout)["env"] == ["CUSTOM_ONLY"]
 
 
 def test_parent_agent_session_variables_never_reach_the_command(box: Box) -> None:

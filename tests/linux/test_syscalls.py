@@ -35,6 +35,7 @@ NUMBERS = {
         "userfaultfd": 323,
         "open_by_handle_at": 304,
         "process_vm_readv": 310,
+        "kcmp": 312,
         "fsopen": 430,
         "open_tree": 428,
         "clone": 56,
@@ -57,6 +58,7 @@ NUMBERS = {
         "userfaultfd": 282,
         "open_by_handle_at": 265,
         "process_vm_readv": 270,
+        "kcmp": 272,
         "fsopen": 430,
         "open_tree": 428,
         "clone": 220,
@@ -126,6 +128,8 @@ ESCAPES = {
         "syscall(NR['process_vm_readv'], os.getpid(), 0, 0, 0, 0, 0)",
         "EPERM",
     ),
+    # compares two processes' kernel objects: an ASLR and descriptor oracle (Docker denies it)
+    "kcmp": ("syscall(NR['kcmp'], os.getpid(), os.getpid(), 0, 0, 0)", "EPERM"),  # KCMP_FILE
     "kexec_load": ("syscall(NR['kexec_load'], 0, 0, 0, 0)", "EPERM"),
     "init_module": ("syscall(NR['init_module'], 0, 0, cstr(''))", "EPERM"),
     "vsock-socket": ("socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM).close()", "EPERM"),
@@ -294,6 +298,7 @@ I386_ESCAPES = {
     "keyctl": "call32(288, 0, 0xFFFFFFFD, 1)",
     "bpf": "call32(357, 0, 0, 0)",
     "io_uring_setup": "call32(425, 4, 0)",
+    "kcmp": "call32(349, os.getpid(), os.getpid(), 0)",
     "vsock-socket": "call32(359, 40, 1, 0)",
     "vsock-socketcall": "call32(102, 1, LOW)",
 }

@@ -45,7 +45,9 @@ def test_allowlist_passes_only_listed_and_essential_names():
     }
 
 
-def test_essentials_pass_even_with_an_empty_slate():
+def test_an_empty_slate_passes_no_variable_at_all():
+    """``base: none`` with no env: the sandbox gets none of the host's variables (egg.yaml says
+    exactly what passes; the built-in default is what lists HOME, PATH, TERM, LANG, USER)."""
     from egg_core.config_yaml import load_config_string
     from egg_core.policy import resolve_policy
     from tests.policy.conftest import CWD, HOME, profile
@@ -53,7 +55,7 @@ def test_essentials_pass_even_with_an_empty_slate():
     policy = resolve_policy(
         load_config_string("base: none\n"), profile("shell"), home=HOME, cwd=CWD, environ=HOST
     )
-    assert set(build_env(policy, HOST)) == {"HOME", "PATH", "TERM", "LANG"}
+    assert build_env(policy, HOST) == {}
 
 
 def test_star_passes_everything_but_session_markers_ssh_and_guarded_names():

@@ -5,7 +5,8 @@ Denied with EPERM (the program sees an ordinary permission error, not a crash):
   (fsopen, fsconfig, fsmount, move_mount, open_tree, mount_setattr), and clone/clone3 with
   namespace flags (clone3 passes its flags in memory a filter cannot read, so it answers ENOSYS and
   libc falls back to clone);
-- process inspection and injection: ptrace, process_vm_readv/writev, kcmp-free;
+- process inspection and injection: ptrace, process_vm_readv/writev, kcmp (it compares two
+  processes' kernel objects: an oracle for their address space and descriptors; Docker denies it);
 - kernel attack surface: bpf, perf_event_open, userfaultfd, io_uring_setup/enter/register (its
   socket operations bypass socket rules), keyctl/add_key/request_key, open_by_handle_at;
 - host administration: kexec_load/kexec_file_load, init/finit/delete_module, reboot,
@@ -45,6 +46,7 @@ DENIED_SYSCALLS = (
     "ptrace",
     "process_vm_readv",
     "process_vm_writev",
+    "kcmp",
     "bpf",
     "perf_event_open",
     "userfaultfd",
