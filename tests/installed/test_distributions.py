@@ -1,0 +1,69 @@
+"""What the built distributions hold: every file below ``egg_core/`` and ``plugins/`` (which ships
+as ``egg_plugins``) and nothing else beside them, the same wheel whether pip builds it from the
+sdist or from the checkout, and an sdist that holds what builds it."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+from .conftest import Installed, wheel_files
+
+#: the source directories that ship, and the package each one is in an installation
+SHIPPED = {"egg_core": "egg_core", "plugins": "egg_plugins"}
+#: besides the packages, what the sdist needs to build the wheel (README.md: its description)
+BUILD_INPUTS = {"pyproject.toml", "setup.py", "MANIFEST.in", "README.md"}
+
+
+def source_files(source: Path) -> dict[str, Path]:
+    """Every file below the shipped directories, by its path in the source tree."""
+    return {
+        path.relative_to(source).as_posix(): path
+        for directory in SHIPPED
+        for path in sorted((source / directory).rglob("*"))
+        if path.is_file()
+    }
+
+
+def in_wheel(name: str) -> str:
+    top, _, rest = name.partition("/")
+    return f"{SHIPPED[top]}/{rest}"
+
+
+def test_the_wheel_holds_every_file_below_egg_core_and_plugins_and_nothing_else(
+    installed: Installed,
+) -> None:
+    expected = {
+        in_wheel(name): path.read_bytes() for name, path in source_files(installed.source).items()
+    }
+    shipped = {
+        name: data
+        for name, data in wheel_files(installed.wheel).items()
+        if not name.split("/", 1)[0].endswith(".dist-info")
+    }
+
+    missing, extra = sorted(expected.keys() - shipped), sorted(shipped.keys() - expected)
+    assert not missing and not extra, f"missing from the wheel: {missing}; not in the tree: {extra}"
+    assert [name for name in expected if shipped[name] != expected[name]] == []
+
+
+def test_the_wheel_built_from_the_sdist_is_the_one_built_from_the_checkout(
+    installed: Installed,
+) -> None:
+    from_sdist, from_tree = wheel_files(installed.wheel), wheel_files(installed.tree_wheel)
+
+    assert sorted(from_sdist) == sorted(from_tree)
+    assert [name for name in from_sdist if from_sdist[name] != from_tree[name]] == []
+
+
+def test_the_sdist_holds_what_builds_the_wheel_and_no_tests(installed: Installed) -> None:
+    with tarfile.open(installed.sdist) as archive:
+        members = {
+            member.name.split("/", 1)[1]
+            for member in archive.getmembers()
+            if member.isfile() and "/" in member.name
+        }
+
+    assert set(source_files(installed.source)) - members == set()
+    assert BUILD_INPUTS - members == set()
+    assert sorted(name for name in members if name.startswith("tests/")) == []

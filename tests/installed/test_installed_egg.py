@@ -1,0 +1,159 @@
+"""egg from the installed wheel, run from outside the checkout with nothing of it on ``sys.path``:
+every built-in plugin loads, a host tool is listed, called from inside the real sandbox and served
+over MCP to the SDK's own client, and the test harness's network seam still plugs in. The
+suite's editable install passes all of this with a package missing from the wheel."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import tomllib
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from tests.linux.conftest import Box, Listen
+from tests.linux.test_network import PROXY, PUBLIC, seam
+
+from .conftest import ROOT, Installed
+
+#: every plugin egg ships: its entry points, as the checkout declares them
+BUILTINS = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["egg"]
+ROOT_ONLY = pytest.mark.parametrize("identity", ["root"], indirect=True)
+
+WHERE_EGG_COMES_FROM = """
+import importlib, importlib.metadata, json, sys
+import egg_core, egg_plugins
+print(json.dumps({
+    "modules": [egg_core.__file__, *egg_plugins.__path__] + [
+        importlib.import_module(entry.value).__file__
+        for entry in importlib.metadata.entry_points(group="egg")
+    ],
+    "path": sys.path,
+}))
+"""
+
+
+def note_tool(box: Box) -> Path:
+    """``$EGG_HOME/tools/note.yaml``: a tool that writes its argument to a host file the sandbox
+    cannot write (outside the workspace), and says so on stdout. Returns the note's path."""
+    note = box.mkdir(box.root / "host-side") / "note"
+    box.write(
+        box.egg_home / "tools" / "note.yaml",
+        "name: note\n"
+        "description: leave a note on the host\n"
+        'run: printf "%s|%s\\n" "$1" "$EGG_TOOL" > "$NOTE"; echo "noted $1"\n'
+        f"env: {{NOTE: {json.dumps(str(note))}}}\n"
+        "params: [{name: text, required: true}]\n",
+    )
+    return note
+
+
+@ROOT_ONLY
+def test_nothing_of_the_checkout_is_imported(box: Box, installed: Installed) -> None:
+    env = box.env()
+    assert "PYTHONPATH" not in env
+    found = subprocess.run(
+        [installed.python, "-c", WHERE_EGG_COMES_FROM],
+        env=env,
+        cwd=box.workspace,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert found.returncode == 0, found.stderr
+    where = json.loads(found.stdout)
+
+    prefix = installed.prefix.resolve()
+    assert [m for m in where["modules"] if not Path(m).resolve().is_relative_to(prefix)] == []
+    assert [
+        p for p in where["path"] if Path(p or box.workspace).resolve().is_relative_to(ROOT)
+    ] == []
+
+
+@ROOT_ONLY
+def test_egg_plugins_loads_every_builtin_plugin(box: Box, installed: Installed) -> None:
+    result = box.run("plugins", "--json", egg=installed.egg)
+
+    assert result.returncode == 0, result.stderr
+    seen = {
+        report["name"]: (
+            report["distribution"],
+            report["builtin"],
+            report["status"],
+            report["error"],
+        )
+        for report in json.loads(result.stdout)
+    }
+    assert seen == {name: ("egg-sandbox", True, "loaded", None) for name in BUILTINS}
+
+
+@ROOT_ONLY
+def test_egg_tools_lists_a_tool_from_egg_home(box: Box, installed: Installed) -> None:
+    note_tool(box)
+
+    result = box.run("tools", "--json", egg=installed.egg)
+
+    assert result.returncode == 0, result.stderr
+    listed = json.loads(result.stdout)
+    assert [(t["name"], t["source"]) for t in listed["tools"]] == [
+        ("note", str(box.egg_home / "tools" / "note.yaml"))
+    ]
+    assert listed["errors"] == []
+
+
+def test_egg_exec_runs_a_command_in_the_sandbox(box: Box, installed: Installed) -> None:
+    result = box.exec("true", options=["--platform", "linux-ns"], egg=installed.egg)
+
+    assert (result.returncode, result.stderr) == (0, "")
+
+
+def test_egg_exec_calls_a_host_tool_from_inside(box: Box, installed: Installed) -> None:
+    note = note_tool(box)
+    box.config({"tools": ["note"]})
+
+    result = box.exec(
+        "note", "from the sandbox", options=["--platform", "linux-ns"], egg=installed.egg
+    )
+
+    assert (result.returncode, result.stdout) == (0, "noted from the sandbox\n"), result.stderr
+    assert note.read_text() == "from the sandbox|note\n"
+
+
+@ROOT_ONLY
+def test_egg_mcp_serves_the_tools_to_the_sdks_client(box: Box, installed: Installed) -> None:
+    note = note_tool(box)
+    server = StdioServerParameters(
+        command=installed.egg, args=["mcp"], env=box.env(), cwd=str(box.workspace)
+    )
+
+    async def main() -> tuple[list[str], bool, str]:
+        async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            names = [tool.name for tool in (await session.list_tools()).tools]
+            called = await session.call_tool("note", {"text": "over mcp"})
+            return names, called.is_error, called.content[0].text  # type: ignore[union-attr]
+
+    assert anyio.run(main) == (["note"], False, "noted over mcp\n")
+    assert note.read_text() == "over mcp|note\n"
+
+
+@ROOT_ONLY
+def test_the_network_seam_plugs_into_the_installed_egg(
+    box: Box, installed: Installed, listen: Listen
+) -> None:
+    server = listen(socket.AF_INET, ("127.0.0.1", 0), echo=True)
+
+    found = box.probe(
+        PROXY + "report(**via_proxy('api.example.com:443', b'hello api'))",
+        config={"network": ["api.example.com"]},
+        env=seam(("api.example.com", PUBLIC, server.port)),
+        egg=installed.egg,
+    )
+
+    assert found == {"status": 200, "reply": "pong:hello api"}
+    assert server.hits == [b"hello api"]
