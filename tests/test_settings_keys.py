@@ -121,8 +121,8 @@ def test_snapshot_keeps_ordinary_changes_and_says_what_it_reverted(tmp_path: Pat
 
     assert config.read_text() == 'model = "b"\n[projects."/w"]\ntrust_level = "trusted"\n'
     assert lines == [
-        f"reverted notify in {config} (they define commands that run outside the sandbox); "
-        "kept its other changes"
+        f"reverted notify in {config} (they run commands outside the sandbox or loosen what "
+        "the agent may do there); kept its other changes"
     ]
 
 
