@@ -306,3 +306,32 @@ def test_explain_lists_the_agents_permission_guards_with_reasons(box: Box) -> No
     assert rules and rules[0]["mode"] == "deny-write" and "allow" in rules[0]["source"]
     assert "agent settings put back after the run" in human
     assert "openai_base_url" in human and "credentials:" in human
+
+
+@pytest.mark.parametrize("path", ["exec (cache hit)", "run"])
+def test_every_launch_path_puts_a_swapped_sign_in_back(box: Box, path: str) -> None:
+    credentials = box.write(".claude/.credentials.json", ORIGINAL_CREDENTIALS, mode=0o600)
+    # without the agent's domains nothing needs the proxy, so the launch can be cached
+    box.config({"network": {"agent_domains": "none"}})
+    script = box.write(box.root / "agent.sh", "true\n")
+    fake = box.write(box.root / "bin" / "claude", f'#!/bin/sh\n. "{script}"\n', mode=0o755)
+    env = {"PATH": f"{fake.parent}:/usr/local/bin:/usr/bin:/bin", "EGG_EXEC_CACHE": "debug"}
+    if path == "exec (cache hit)":
+        for _ in range(
+            2
+        ):  # the first run in a fresh home is not cached (see test_settings_restore)
+            box.exec("claude", options=["--agent", "claude"], env=env)
+    script.write_text('echo \'{"token": "ATTACKER"}\' > "$HOME/.claude/.credentials.json"\n')
+
+    if path == "run":
+        result = box.run("run", "claude", env=env)
+        said = "\n".join(p.read_text() for p in box.egg_home.rglob("egg.log")) + result.stderr
+    else:
+        result = box.exec("claude", options=["--agent", "claude"], env=env)
+        said = result.stderr
+        assert "exec cache hit" in result.stderr, result.stderr
+
+    assert result.returncode == 0, result.stderr
+    assert credentials.read_bytes() == ORIGINAL_CREDENTIALS
+    assert stat.S_IMODE(credentials.stat().st_mode) == 0o600
+    assert "(credentials:" in said, said
