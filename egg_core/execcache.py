@@ -323,7 +323,11 @@ def _prepare_run(entry: dict[str, Any], egg_home: str) -> tuple[str | None, dict
         old = entry["home_layer"]
         entry = {**entry, "argv": [layer if arg == old else arg for arg in entry["argv"]]}
     snapshot.take(
-        os.path.join(run_dir, "settings"), files or [], entry.get("settings_keys"), staged
+        os.path.join(run_dir, "settings"),
+        files or [],
+        entry.get("settings_keys"),
+        staged,
+        entry.get("settings_reasons"),
     )
     return run_dir, entry
 

@@ -55,6 +55,9 @@ class Plan:
     settings: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
     #: for the settings files with command-defining keys: those keys (egg_core.settings_keys)
     settings_keys: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    #: for the files restored byte for byte (the profile's ``restored_files``): why, said
+    #: when one is put back
+    settings_reasons: Mapping[str, str] = attrs.field(factory=dict)
     #: agent code directories no mount could hold, checked after the run
     code_watch: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
     #: a plugin's resolver and connector for the filtering proxy (egg_network_transport)
@@ -193,6 +196,17 @@ def settings_keys(policy: EffectivePolicy, profile: AgentProfile) -> dict[str, t
     return found
 
 
+def restored_files(policy: EffectivePolicy, profile: AgentProfile) -> dict[str, str]:
+    """The profile's ``restored_files`` for this launch (relocations applied; one anchored at
+    an unset variable is not there): absolute path -> why it is put back byte for byte."""
+    found = {}
+    for grant in profile.restored_files:
+        path = policy.home_path(grant.value)
+        if path:
+            found[os.path.normpath(path)] = grant.reason
+    return found
+
+
 def _settings_paths(policy: EffectivePolicy, profile: AgentProfile) -> list[tuple[str, str]]:
     """(absolute path, the profile's name for it) of each settings file. A name with ``*``
     (Codex's ``.codex/*.config.toml`` profiles) is every file it matches when the run starts."""
@@ -229,8 +243,9 @@ class Guards:
 def persistence_guards(policy: EffectivePolicy, profile: AgentProfile, config: Any) -> Guards:
     """Threat H for one launch: the policy with the git guard's and the agent's code
     protections added, the git guard's state for the audit after the run, the files to
-    snapshot (the settings, and the symlinks they name), and the code directories to check
-    after the run."""
+    snapshot (the settings, the symlinks they name, and the files restored byte for byte —
+    credentials and instructions, which are not read for paths), and the code directories to
+    check after the run."""
     from egg_core import gitguard, pathrules, settings_code
 
     ruled = gitguard.mounted_rules(policy)
@@ -243,9 +258,54 @@ def persistence_guards(policy: EffectivePolicy, profile: AgentProfile, config: A
     )
     code, watch = settings_code.code_dir_entries(profile, policy, writable)
     protected = (*policy.protected, *guard.entries, *code, *named)
-    return Guards(
-        attrs.evolve(policy, protected=protected), guard.state, [*settings, *links], watch
-    )
+    snapshotted = list(dict.fromkeys([*settings, *links, *restored_files(policy, profile)]))
+    return Guards(attrs.evolve(policy, protected=protected), guard.state, snapshotted, watch)
+
+
+#: what a key list protects against, as ``egg explain`` says it
+KEYS_REASON = (
+    "put back after every run: they run commands outside the sandbox, or loosen the agent's "
+    "approvals, endpoint, account or instructions there; its other changes stay"
+)
+
+
+def agent_guards(plan: Plan) -> list[dict[str, str]]:
+    """What the guards put back or take away after a run of ``plan``, for ``egg explain``
+    (its read-only directories are in the policy's protected entries already): one entry per
+    settings file with a key list (kind ``keys``), file restored whole (``restored``) and code
+    directory nothing could hold (``quarantined``), each with what and why."""
+    guards = []
+    for path in plan.settings:
+        keys = plan.settings_keys.get(path)
+        why = plan.settings_reasons.get(path)
+        if keys:
+            guards.append(
+                {"kind": "keys", "path": path, "what": ", ".join(keys), "reason": KEYS_REASON}
+            )
+        elif why:
+            guards.append(
+                {"kind": "restored", "path": path, "what": "byte for byte", "reason": why}
+            )
+        else:
+            guards.append(
+                {
+                    "kind": "restored",
+                    "path": path,
+                    "what": "the whole file",
+                    "reason": "runs or configures commands on the host and has no key list",
+                }
+            )
+    for path in plan.code_watch:
+        guards.append(
+            {
+                "kind": "quarantined",
+                "path": path,
+                "what": "moved to $EGG_HOME/quarantine if the run makes it",
+                "reason": "the agent loads code or commands from it; its parent is missing "
+                "too, so no read-only mount can hold it",
+            }
+        )
+    return guards
 
 
 def default_shell(config_shell: str | None, environ: Mapping[str, str]) -> str:
@@ -299,11 +359,13 @@ def plan_launch(
     settings: list[str] = []
     watch: list[str] = []
     keys: dict[str, tuple[str, ...]] = {}
+    reasons: dict[str, str] = {}
     if policy.requires_sandbox and policy.persistence_guards:
         guards = persistence_guards(policy, profile, resolved.config)
         policy, git_state = guards.policy, guards.git_state
         settings, watch = guards.settings, guards.code_watch
         keys = settings_keys(policy, profile)
+        reasons = restored_files(policy, profile)
     platforms = registry.platforms(pm)
     problem = None
     try:
@@ -346,6 +408,7 @@ def plan_launch(
         git_state=git_state,
         settings=settings,
         settings_keys=keys,
+        settings_reasons=reasons,
         code_watch=watch,
         network_transport=(
             pm.hook.egg_network_transport() if policy.network_need == NEED_FILTERED else None

@@ -353,6 +353,7 @@ def relocations(
         *profile.settings_files,
         *profile.code_dirs,
         *profile.cache_dirs,
+        *profile.restored_files,
     ):
         head = grant.value.split("/", 1)[0]
         if head.startswith("$") and len(head) > 1:

@@ -117,16 +117,27 @@ class AgentProfile:
     #: writes, snapshots and guards the place they name instead of the home path
     relocations: tuple[Relocation, ...] = attrs.field(default=(), converter=to_tuple)
     #: per settings file (the relative path as in ``settings_files`` or
-    #: ``project_settings_files``, JSON or TOML): the dotted key paths that define commands the
-    #: agent runs on the host (hooks, MCP servers, notify programs; ``*`` matches any key at its
+    #: ``project_settings_files``, JSON or TOML): the dotted key paths that make the agent run
+    #: a command on the host (hooks, MCP servers, notify programs), or that loosen its own
+    #: permission system there — what it may run without asking, which account and endpoint
+    #: get the user's prompts, whose instructions it follows (``*`` matches any key at its
     #: level). After a run only these are put back; the agent's other changes stay. A settings
     #: file not named here is restored whole. See egg_core.settings_keys.
     command_keys: dict[str, tuple[str, ...]] = attrs.field(factory=dict, converter=_key_table)
-    #: directories (relative to $HOME) where the agent installs code it runs by itself —
-    #: plugins, extensions: read-only in every sandbox (see egg_core.settings_code)
+    #: directories (relative to $HOME) the agent loads code, commands, skills, subagents,
+    #: command rules or policies from by itself — plugins, extensions, ``commands/``,
+    #: ``skills/``, ``rules/``: read-only in every sandbox, and one that cannot be held is
+    #: moved to the quarantine if the sandbox makes it (see egg_core.settings_code)
     code_dirs: tuple[Grant, ...] = attrs.field(default=(), converter=to_tuple)
     #: the same in the workspace (relative to it)
     project_code_dirs: tuple[Grant, ...] = attrs.field(default=(), converter=to_tuple)
+    #: files (relative to $HOME) put back byte for byte, mode kept, after every run, and never
+    #: read for the paths they name (as settings are): the agent's credentials — a sign-in the
+    #: sandbox swapped sends the user's later prompts to another account, whose managed
+    #: settings the agent then applies — and the instructions every later session of it
+    #: follows in every project. A change made inside (a token refresh too) cannot be told from
+    #: a swap offline, so none is kept; the grant's reason is said when one is put back.
+    restored_files: tuple[Grant, ...] = attrs.field(default=(), converter=to_tuple)
     local_ports: tuple[PortGrant, ...] = attrs.field(default=(), converter=to_tuple)
     provider_url_vars: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
     #: set only when the user asks to skip the agent's permission prompts (an agent whose

@@ -7,8 +7,10 @@ without egg, executes whatever is there. Two protections, both read-only mounts 
 the run (so nothing is ever changed, rather than changed and put back):
 
 - **the agent's code directories** (:attr:`egg_core.profiles.AgentProfile.code_dirs` in the home,
-  ``project_code_dirs`` in the workspace): where the agent installs code it runs on its own —
-  ``~/.claude/plugins``, ``~/.gemini/extensions`` and ``./.gemini/extensions``. A missing one is
+  ``project_code_dirs`` in the workspace): where the agent installs code it runs on its own, or
+  finds commands, skills, subagents, command rules and policies it obeys (threat R) —
+  ``~/.claude/plugins``, ``~/.claude/skills``, ``~/.codex/rules``, ``~/.gemini/policies``,
+  ``~/.config/opencode/tool``, ``./.gemini/extensions``, ``./.claude/commands``. A missing one is
   held by an empty directory, so the sandbox cannot create it either; one whose parent is
   missing too (no ``./.gemini`` yet) cannot be held, so it is looked for after the run and, if
   the sandbox made it, moved to ``$EGG_HOME/quarantine`` (:func:`take_new_code_dirs`);
@@ -57,13 +59,14 @@ def code_dir_entries(
     wanted += [(os.path.join(policy.cwd, g.value), g.reason) for g in profile.project_code_dirs]
     for path, reason in wanted:
         source = f"egg: {profile.name}: {reason}"
+        # by the rules, not by what exists: on a first run the agent's own directory
+        # (~/.config/opencode) is made only after planning, and is writable all the same
+        if not writable(path):
+            continue
         if observe.lexists(path):
-            if writable(path):
-                entries.append(FsEntry("deny-write", path, source))
+            entries.append(FsEntry("deny-write", path, source))
             continue
         parent = _nearest_existing(path)
-        if not writable(parent):
-            continue
         if parent == os.path.dirname(path):
             entries.append(FsEntry("deny-write", path, source, seed=SEED_DIRECTORY))
         else:

@@ -66,10 +66,12 @@ def revert(
         document: Any = tomlkit.parse(current.decode("utf-8"))
         for path, value in actions:
             _apply(document, path, value)
+            _prune(document, before, path, value)
         return tomlkit.dumps(document).encode("utf-8"), [".".join(p) for p, _ in actions]
     document = after
     for path, value in actions:
         _apply(document, path, value)
+        _prune(document, before, path, value)
     text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     return text.encode("utf-8"), [".".join(p) for p, _ in actions]
 
@@ -175,3 +177,22 @@ def _apply(document: Any, path: list[str], value: Any) -> None:
             del table[leaf]
     else:
         table[leaf] = copy.deepcopy(value)
+
+
+def _prune(document: Any, before: Any, path: list[str], value: Any) -> None:
+    """After deleting ``path``: the tables on the way that the run added and that are empty
+    now go too (``security: {}`` is not left behind when the run added only ``security.x``)."""
+    if value is not _MISSING:
+        return
+    for depth in range(len(path) - 1, 0, -1):
+        prefix = path[:depth]
+        table, old = document, before
+        for name in prefix:
+            table = table.get(name) if isinstance(table, dict) else None
+            old = old.get(name, _MISSING) if isinstance(old, dict) else _MISSING
+        if not isinstance(table, dict) or table or old is not _MISSING:
+            return
+        parent = document
+        for name in prefix[:-1]:
+            parent = parent[name]
+        del parent[prefix[-1]]

@@ -68,14 +68,18 @@ def take(
     files: Sequence[str],
     keys: Mapping[str, Sequence[str]] | None = None,
     staged: Mapping[str, str] | None = None,
+    reasons: Mapping[str, str] | None = None,
 ) -> None:
     """Record each file's content, link target or absence under ``directory`` (created 0700).
 
     ``keys``: for a file named there, only those key paths are put back after the run
     (:mod:`egg_core.settings_keys`); other files are restored whole. ``staged``: host path ->
-    its copy in the run's home layer (:mod:`egg_core.homefiles`), written back first."""
+    its copy in the run's home layer (:mod:`egg_core.homefiles`), written back first.
+    ``reasons``: for a file named there, why it is guarded, said in the line that reports it
+    put back (a restored credentials file says why the sign-in inside was not kept)."""
     os.makedirs(directory, mode=0o700, exist_ok=True)
     keys = keys or {}
+    reasons = {os.path.abspath(p): why for p, why in (reasons or {}).items()}
     staged = {os.path.abspath(p): layer for p, layer in (staged or {}).items()}
     given = [os.path.abspath(f) for f in files]
     sync_only = [p for p in staged if p not in given]
@@ -91,6 +95,8 @@ def take(
         }
         if keys.get(path):
             entry["keys"] = list(keys[path])
+        if reasons.get(path):
+            entry["why"] = reasons[path]
         if path in staged:
             entry["staged"] = staged[path]
         if path in sync_only:
@@ -280,7 +286,8 @@ def _restore_in(parent_fd: int, name: str, entry: dict[str, Any], path: str) -> 
         if handled:
             return line
         remove_at(parent_fd, name, st)
-        return f"removed {path} (created during the session)"
+        why = _reason(entry)
+        return f"removed {path} (created during the session{'; ' + why if why else ''})"
     if kind == "symlink":
         wanted = str(entry["target"])
         if (
@@ -305,7 +312,14 @@ def _restore_in(parent_fd: int, name: str, entry: dict[str, Any], path: str) -> 
     if handled:
         return line
     replace_at(parent_fd, name, st, lambda tmp: _write_new(tmp, original, mode, parent_fd))
-    return f"restored {path}"
+    why = _reason(entry)
+    return f"restored {path}" + (f" ({why})" if why else "")
+
+
+def _reason(entry: dict[str, Any]) -> str:
+    """The entry's reason for being guarded (see :func:`take`), or ""."""
+    why = entry.get("why")
+    return why if isinstance(why, str) else ""
 
 
 def _revert_keys(
@@ -342,8 +356,8 @@ def _revert_keys(
     mode = stat.S_IMODE(st.st_mode) if original is None else int(entry.get("mode", 0o600))
     replace_at(parent_fd, name, st, lambda tmp: _write_new(tmp, content, mode, parent_fd))
     return True, (
-        f"reverted {', '.join(reverted)} in {path} (they define commands that run outside "
-        "the sandbox); kept its other changes"
+        f"reverted {', '.join(reverted)} in {path} (they run commands outside the sandbox or "
+        "loosen what the agent may do there); kept its other changes"
     )
 
 

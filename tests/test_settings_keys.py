@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,24 @@ def test_json_command_keys_are_put_back_and_the_rest_kept() -> None:
         "projects": {"/w": {"hasTrustDialogAccepted": True}},
     }
     assert sorted(reverted) == ["hooks", "projects./w.mcpServers", "statusLine"]
+
+
+@pytest.mark.parametrize("fmt", ["json", "toml"])
+def test_a_table_the_run_added_only_for_reverted_keys_goes_with_them(fmt: str) -> None:
+    keys = ("security.disableYoloMode", "tools.core", "tools.exclude")
+    if fmt == "json":
+        before = b'{"tools": {"exclude": ["x"]}, "ui": {}}'
+        after = b'{"tools": {"core": ["y"]}, "security": {"disableYoloMode": false}, "ui": {}}'
+    else:
+        before = b'[tools]\nexclude = ["x"]\n[ui]\n'
+        after = b'[tools]\ncore = ["y"]\n[security]\ndisableYoloMode = false\n[ui]\n'
+
+    content, _ = revert(before, after, keys, fmt)
+
+    assert content is not None
+    loaded = json.loads(content) if fmt == "json" else tomllib.loads(content.decode())
+    # the run's security table held only what was reverted; tools and ui were there before
+    assert loaded == {"tools": {"exclude": ["x"]}, "ui": {}}
 
 
 def test_a_removed_hook_comes_back_and_unchanged_commands_need_no_write() -> None:
@@ -102,8 +121,8 @@ def test_snapshot_keeps_ordinary_changes_and_says_what_it_reverted(tmp_path: Pat
 
     assert config.read_text() == 'model = "b"\n[projects."/w"]\ntrust_level = "trusted"\n'
     assert lines == [
-        f"reverted notify in {config} (they define commands that run outside the sandbox); "
-        "kept its other changes"
+        f"reverted notify in {config} (they run commands outside the sandbox or loosen what "
+        "the agent may do there); kept its other changes"
     ]
 
 

@@ -86,7 +86,9 @@ def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
     stack = contextlib.ExitStack()
     try:
         layer, staged = plan.stage_home_files(work_dir)
-        snapshot.take(str(work_dir / "settings"), settings, plan.settings_keys, staged)
+        snapshot.take(
+            str(work_dir / "settings"), settings, plan.settings_keys, staged, plan.settings_reasons
+        )
         guard = RunGuard(plan.git_state, plan.code_watch, plan.egg_home)
         tools = toolserver.serve(
             ctx.pm,
@@ -172,6 +174,7 @@ def remember(ctx: Context, plan: Any, prepared: Any, cwd: Path) -> None:
         "git": plan.git_state,
         "settings": plan.settings_files(),
         "settings_keys": {path: list(keys) for path, keys in plan.settings_keys.items()},
+        "settings_reasons": dict(plan.settings_reasons),
         "code_watch": list(plan.code_watch),
         "window": list(plan.write_window()),
         "facts": recorder.facts(),

@@ -44,7 +44,7 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
 
 
 def explain_data(ns: argparse.Namespace, ctx: Context) -> dict[str, Any]:
-    from egg_core.launch import plan_launch
+    from egg_core.launch import agent_guards, plan_launch
 
     cwd = Path(os.getcwd())
     plan = plan_launch(
@@ -83,6 +83,7 @@ def explain_data(ns: argparse.Namespace, ctx: Context) -> dict[str, Any]:
         },
         "fs": [e.to_json() for e in policy.fs],
         "protected": [e.to_json() for e in policy.protected],
+        "agent_guards": agent_guards(plan),
         "network": {
             "mode": policy.mode,
             "need": policy.network_need,
@@ -124,6 +125,16 @@ def _holes(title: str, holes: list[dict[str, str]]) -> list[str]:
         return [f"{title}: none"]
     rows = [[h["kind"], h["value"], h["agent"], h["reason"]] for h in holes]
     return [f"{title}:", render_table(["KIND", "VALUE", "AGENT", "REASON"], rows)]
+
+
+def _agent_guards(guards: list[dict[str, str]]) -> list[str]:
+    if not guards:
+        return ["agent settings put back after the run: none"]
+    rows = [[g["kind"], g["path"], g["what"], g["reason"]] for g in guards]
+    return [
+        "agent settings put back after the run (its read-only directories are above):",
+        render_table(["KIND", "PATH", "WHAT", "REASON"], rows),
+    ]
 
 
 def _tools_line(tools: list[dict[str, Any]]) -> str:
@@ -200,6 +211,8 @@ def render_human(data: dict[str, Any]) -> str:
             ["MODE", "PATH", "SOURCE"],
             [[e["mode"], e["path"], e["source"]] for e in data["fs"] + data["protected"]],
         ),
+        "",
+        *_agent_guards(data["agent_guards"]),
         "",
         *_holes(f"drilled for {agent}", data["drilled"]),
         "",

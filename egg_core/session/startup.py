@@ -83,7 +83,9 @@ class SessionStartup:
             log(self.paths, f"created {created} (the agent writes there; it did not exist yet)")
         settings = plan.settings_files()
         layer, staged = plan.stage_home_files(self.paths.directory)
-        snapshot.take(str(self.paths.settings), settings, plan.settings_keys, staged)
+        snapshot.take(
+            str(self.paths.settings), settings, plan.settings_keys, staged, plan.settings_reasons
+        )
         self.paths.shared.mkdir(mode=0o700, exist_ok=True)
         from egg_core import toolserver
         from egg_core.hostrun import RunGuard

@@ -76,7 +76,8 @@ class AgentProfileContract(_PluginContract):
     def test_every_hole_has_a_reason(self, profiles: list[AgentProfile]) -> None:
         for p in profiles:
             grants = [*p.domains, *p.env_vars, *p.write_dirs, *p.write_prefix_dirs]
-            grants += [*p.settings_files, *p.project_settings_files]
+            grants += [*p.settings_files, *p.project_settings_files, *p.restored_files]
+            grants += [*p.code_dirs, *p.project_code_dirs]
             for grant in grants:
                 assert grant.value.strip(), f"{p.name}: a hole without a value"
                 assert len(grant.reason.strip()) >= 8, f"{p.name}: {grant.value!r} has no reason"
@@ -111,6 +112,7 @@ class AgentProfileContract(_PluginContract):
         for p in profiles:
             paths = [g.value for g in (*p.write_dirs, *p.write_prefix_dirs, *p.settings_files)]
             paths += [g.value for g in (*p.project_settings_files, *p.home_files, *p.cache_dirs)]
+            paths += [g.value for g in (*p.code_dirs, *p.project_code_dirs, *p.restored_files)]
             paths += [p.session_dir] if p.session_dir else []
             for path in paths:
                 assert not path.startswith(("/", "~")), f"{p.name}: {path!r} must be $HOME-relative"
@@ -122,7 +124,7 @@ class AgentProfileContract(_PluginContract):
     ) -> None:
         for p in profiles:
             writable = [g.value for g in (*p.write_dirs, *p.write_prefix_dirs)]
-            for grant in p.settings_files:
+            for grant in (*p.settings_files, *p.restored_files):
                 assert any(grant.value == w or grant.value.startswith(w) for w in writable), (
                     f"{p.name}: settings file {grant.value!r} is snapshotted but not writable; "
                     "snapshot only what the agent can change"

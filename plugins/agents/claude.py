@@ -32,6 +32,19 @@ Sources checked (stored copies, 2026):
   the XPC variables follow the wingthing egg profile (ehrlich-b/wingthing internal/egg/agents.go).
 - the wingthing profile also lists *.claude.com, sentry.io and statsigapi.net; egg drills only what
   the agent needs with telemetry off.
+- its own permission system, checked in the 2.1.332 binary (threat R): the settings keys come
+  from its table of security-relevant settings (``d1``: each key with its restrictive value)
+  and its list of policy keys (``fc``: allowed/denied MCP servers, HTTP hook URLs,
+  marketplaces); the config-home entries from the paths its own sandbox keeps its commands
+  from writing: ``hooks``, ``skills``, ``workflows``, ``commands``, ``agents``, ``routines``,
+  ``rules``, ``output-styles``, ``cowork_plugins``, ``scheduled_tasks.json``, ``launch.json``,
+  ``daemon.json``, ``policy-limits.json``, ``CLAUDE.md``, ``loop.md``, ``remote-settings.json``
+  and its consent files, and in a project ``.claude/{skills,commands,agents,hooks,workflows,
+  routines,output-styles}``, ``.claude/launch.json``, ``.claude/scheduled_tasks.json``. A skill
+  or command brings its own ``allowed-tools`` and shell lines, a subagent its tools and hooks,
+  and claude loads them by itself (code.claude.com/docs/en/skills, .../slash-commands,
+  .../sub-agents). ``.credentials.json`` holds the subscription sign-in (refresh tokens are
+  single-use: anthropics/claude-code#80585, #88947).
 """
 
 from __future__ import annotations
@@ -71,6 +84,48 @@ _SETTINGS_COMMANDS = (
     "env",
     "permissions",
 )
+#: settings keys that loosen claude's own permission system, its sandbox and what it loads
+#: (2.1.332's security-relevant settings, ``d1`` and ``fc``): what runs without asking (auto
+#: mode, the bypass-mode prompt), its own sandbox, skill shell lines, plugin and skill sources,
+#: MCP server allow and deny lists, remote control and session upload, the sign-in it insists on
+_SETTINGS_PERMISSIONS = (
+    "sandbox",
+    "autoMode",
+    "disableAutoMode",
+    "useAutoModeDuringPlan",
+    "skipDangerousModePermissionPrompt",
+    "skipAutoPermissionPrompt",
+    "disableSkillShellExecution",
+    "disableDirectMcpSkills",
+    "disableCommandPluginSources",
+    "disableSideloadFlags",
+    "disablePluginDirectory",
+    "strictPluginOnlyCustomization",
+    "syncClaudeAiSkills",
+    "syncClaudeAiPlugins",
+    "allowedMcpServers",
+    "deniedMcpServers",
+    "disabledMcpjsonServers",
+    "allowedHttpHookUrls",
+    "allowManagedHooksOnly",
+    "allowManagedMcpServersOnly",
+    "allowManagedPermissionRulesOnly",
+    "strictKnownMarketplaces",
+    "allowedMarketplaces",
+    "blockedMarketplaces",
+    "channelsEnabled",
+    "disableRemoteControl",
+    "remoteControl",
+    "remoteControlAtStartup",
+    "remoteTools",
+    "crossSessionInbound",
+    "autoUploadSessions",
+    "disableDeepLinkRegistration",
+    "skipWebFetchPreflight",
+    "isolation",
+    "forceLoginMethod",
+    "forceLoginOrgUUID",
+)
 #: ~/.claude.json: MCP servers, globally and per project, and which project ones are enabled;
 #: of the settings 2.1.332 still reads from it (its global-config key list), the environment it
 #: applies to itself at every start (PATH, NODE_OPTIONS, CLAUDE_CODE_SHELL_PREFIX…), the
@@ -90,6 +145,32 @@ _STATE_COMMANDS = (
     "projects.*.enabledMcpjsonServers",
     "projects.*.enableAllProjectMcpServers",
     "projects.*.allowedTools",
+    "projects.*.disabledMcpjsonServers",
+    "projects.*.hasClaudeMdExternalIncludesApproved",
+    "bypassPermissionsModeAccepted",
+    "claudeInChromeDefaultEnabled",
+)
+#: the code and commands claude loads from its config home by itself (see the docstring)
+_HOME_CODE = (
+    ("hooks", "hook scripts its settings run"),
+    ("skills", "skills it loads by itself, with their own allowed tools and shell lines"),
+    ("commands", "slash commands, with their own allowed tools and shell lines"),
+    ("agents", "subagents, with their own tools, hooks and MCP servers"),
+    ("workflows", "workflows it runs"),
+    ("routines", "routines it runs"),
+    ("rules", "rules it follows in every project"),
+    ("output-styles", "output styles: system prompts it takes on"),
+    ("cowork_plugins", "plugins it loads"),
+)
+#: the same in a project's .claude (2.1.332's own sandbox guards these too)
+_PROJECT_CODE = (
+    ("hooks", "project hook scripts"),
+    ("skills", "project skills it loads by itself, with their own allowed tools"),
+    ("commands", "project slash commands, with their own allowed tools and shell lines"),
+    ("agents", "project subagents, with their own tools and hooks"),
+    ("workflows", "project workflows it runs"),
+    ("routines", "project routines it runs"),
+    ("output-styles", "project output styles: system prompts it takes on"),
 )
 _KEYCHAIN = "macOS Keychain access, where Claude Code keeps its login"
 
@@ -150,25 +231,46 @@ PROFILE = AgentProfile(
     settings_files=[
         Grant(".claude/settings.json", "defines hooks and commands that run outside a session"),
         Grant(".claude.json", "defines MCP server commands and per-project trust"),
+        Grant(".claude/scheduled_tasks.json", "tasks it runs later by itself"),
+        Grant(".claude/launch.json", "launch configurations: commands it starts"),
     ],
     project_settings_files=[
         Grant(".claude/settings.json", "project hooks run by claude outside a session too"),
         Grant(".claude/settings.local.json", "local project hooks and permissions"),
         Grant(".mcp.json", "project MCP server commands claude starts"),
+        Grant(".claude/scheduled_tasks.json", "project tasks it runs later by itself"),
+        Grant(".claude/launch.json", "project launch configurations: commands it starts"),
+    ],
+    restored_files=[
+        Grant(
+            ".claude/.credentials.json",
+            "credentials: a sign-in or token refresh inside cannot be told from a swapped "
+            "account, so it is not kept; sign in outside egg, or use CLAUDE_CODE_OAUTH_TOKEN "
+            "(claude setup-token)",
+        ),
+        Grant(".claude/CLAUDE.md", "instructions it follows in every project"),
+        Grant(".claude/loop.md", "the prompt /loop repeats"),
+        Grant(".claude/remote-settings.json", "cached managed settings (they may hold hooks)"),
+        Grant(".claude/remote-settings-consent.json", "consent to managed settings' commands"),
+        Grant(".claude/remote-settings-helper-consent", "consent to the managed settings helper"),
+        Grant(".claude/policy-limits.json", "cached organization limits it obeys"),
+        Grant(".claude/daemon.json", "its background daemon's configuration"),
     ],
     relocations=[
         Relocation(".claude", "CLAUDE_CONFIG_DIR"),
         Relocation(".claude.json", "CLAUDE_CONFIG_DIR", ".claude.json"),
     ],
     command_keys={
-        ".claude/settings.json": _SETTINGS_COMMANDS,
-        ".claude/settings.local.json": _SETTINGS_COMMANDS,
+        ".claude/settings.json": (*_SETTINGS_COMMANDS, *_SETTINGS_PERMISSIONS),
+        ".claude/settings.local.json": (*_SETTINGS_COMMANDS, *_SETTINGS_PERMISSIONS),
         ".claude.json": _STATE_COMMANDS,
         ".mcp.json": ("mcpServers",),
     },
     code_dirs=[
         Grant(".claude/plugins", "plugins bring hooks, MCP servers and executables it runs"),
+        *(Grant(f".claude/{name}", why) for name, why in _HOME_CODE),
     ],
+    project_code_dirs=[Grant(f".claude/{name}", why) for name, why in _PROJECT_CODE],
     provider_url_vars=["ANTHROPIC_BASE_URL"],
     session_dir=".claude/projects",
     resume_flag="--resume",

@@ -24,6 +24,23 @@ Sources checked (stored copies, 2026):
   ``payload.cwd`` and ``payload.timestamp``; ``codex resume <id>`` (and ``codex exec resume``)
   appends to that same file. ``response_item`` records carry the messages (``developer`` and
   ``<environment_context>`` ones are injected context) and the function calls.
+- its own permission system (threat R), the keys from ConfigToml and ConfigProfile
+  (openai/codex codex-rs/config/src/config_toml.rs, profile_toml.rs), each name found in the
+  0.171 binary: the endpoint (``openai_base_url``, ``chatgpt_base_url``, ``model_provider``,
+  the ``model_providers`` table, ``oss_provider``, the realtime and thread-store endpoints,
+  ``otel`` exporters, which can log prompts), what it may do unasked (``sandbox_workspace_write``,
+  ``web_search``, ``tools``, ``features``), the sign-in it insists on (``forced_login_method``,
+  ``forced_chatgpt_workspace_id``) and the instructions it follows (``instructions``,
+  ``developer_instructions``, ``model_instructions_file``, ``compact_prompt``, their files).
+  Command rules: every ``*.rules`` under ``$CODEX_HOME/rules`` and a trusted project's
+  ``.codex/rules`` is loaded at start, and ``decision = "allow"`` runs a command outside
+  Codex's sandbox unasked (developers.openai.com/codex/exec-policy; ``default.rules`` in the
+  binary). Skills: ``$CODEX_HOME/skills``, ``~/.agents/skills``, a project's ``.codex/skills``
+  and ``.agents/skills`` (codex-rs/core-skills/src/loader.rs; ``codex-home-skills``,
+  ``.agents/skills`` in the binary). ``$CODEX_HOME/AGENTS.override.md`` or ``AGENTS.md``: the
+  instructions of every session (both names in the binary). ``auth.json``: the sign-in.
+  ``$CODEX_HOME/prompts`` is not read by 0.171 (no custom prompts in the binary), so it is not
+  guarded; ``memories/`` is Codex's own (it writes there), and stays writable.
 """
 
 from __future__ import annotations
@@ -46,9 +63,11 @@ from egg_core.profiles import AgentProfile, ArgvRequest, Grant, PlatformGrant, R
 
 #: config.toml keys that make Codex start a program on the host later (notify, MCP servers and
 #: their header helpers, hooks and their trust, plugins, provider auth commands, the JS REPL's
-#: node), choose a profile, set the environment of what it runs, or let it run things without
-#: asking or without its own sandbox (approval_policy, sandbox_mode). Project trust and the model
-#: are Codex's to keep. The same for each profile file ($CODEX_HOME/<name>.config.toml, 0.171;
+#: node), choose a profile, set the environment of what it runs, let it run things without
+#: asking or without its own sandbox (approval_policy, sandbox_mode, sandbox_workspace_write,
+#: features), send the user's prompts elsewhere (openai_base_url, model providers, otel), or
+#: change the instructions it follows (see the docstring). Project trust and the model are
+#: Codex's to keep. The same for each profile file ($CODEX_HOME/<name>.config.toml, 0.171;
 #: the legacy [profiles.x] tables are refused by 0.171 but still covered).
 _CONFIG_COMMANDS = (
     "notify",
@@ -67,14 +86,48 @@ _CONFIG_COMMANDS = (
     "shell_environment_policy",
     "approval_policy",
     "sandbox_mode",
-    "model_providers.*.auth",
-    "model_providers.*.aws",
-    "model_providers.*.gateway_oauth",
+    "sandbox_workspace_write",
+    "openai_base_url",
+    "chatgpt_base_url",
+    "model_provider",
+    "model_providers",
+    "oss_provider",
+    "experimental_realtime_ws_base_url",
+    "experimental_realtime_webrtc_call_base_url",
+    "experimental_thread_store_endpoint",
+    "otel",
+    "forced_login_method",
+    "forced_chatgpt_workspace_id",
+    "web_search",
+    "tools",
+    "features",
+    "instructions",
+    "developer_instructions",
+    "model_instructions_file",
+    "experimental_compact_prompt_file",
+    "compact_prompt",
+    "project_doc_fallback_filenames",
+    "model_catalog_json",
+    "marketplaces",
+    "skills",
     "profiles.*.notify",
     "profiles.*.mcp_servers",
     "profiles.*.shell_environment_policy",
     "profiles.*.approval_policy",
+    "profiles.*.approvals_reviewer",
     "profiles.*.sandbox_mode",
+    "profiles.*.model_provider",
+    "profiles.*.oss_provider",
+    "profiles.*.chatgpt_base_url",
+    "profiles.*.model_instructions_file",
+    "profiles.*.experimental_instructions_file",
+    "profiles.*.experimental_compact_prompt_file",
+    "profiles.*.model_catalog_json",
+    "profiles.*.js_repl_node_path",
+    "profiles.*.js_repl_node_module_dirs",
+    "profiles.*.tools",
+    "profiles.*.web_search",
+    "profiles.*.features",
 )
 
 
@@ -126,6 +179,25 @@ PROFILE = AgentProfile(
     project_settings_files=[
         Grant(".codex/config.toml", "project config with notify programs and MCP commands"),
         Grant(".codex/hooks.json", "project hooks run outside a session too"),
+    ],
+    restored_files=[
+        Grant(
+            ".codex/auth.json",
+            "credentials: a sign-in or token refresh inside cannot be told from a swapped "
+            "account, so it is not kept; sign in outside egg, or use CODEX_API_KEY",
+        ),
+        Grant(".codex/AGENTS.md", "instructions it follows in every project"),
+        Grant(".codex/AGENTS.override.md", "instructions it follows in every project"),
+    ],
+    code_dirs=[
+        Grant(".codex/rules", 'command rules: decision = "allow" runs a command unasked'),
+        Grant(".codex/skills", "skills it loads by itself, with the scripts they run"),
+        Grant(".agents/skills", "skills it loads by itself, with the scripts they run"),
+    ],
+    project_code_dirs=[
+        Grant(".codex/rules", "project command rules: allow rules run a command unasked"),
+        Grant(".codex/skills", "project skills it loads by itself"),
+        Grant(".agents/skills", "project skills it loads by itself"),
     ],
     relocations=[Relocation(".codex", "CODEX_HOME")],
     command_keys={

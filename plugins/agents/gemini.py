@@ -29,6 +29,24 @@ Sources checked (stored copies, 2026):
   ``sessionId``; then ``{"$set": {...}}`` records change the session's fields (``messages``
   among them) and plain records append a message (``type`` ``user`` or ``gemini``, ``content``
   a string or text parts, ``toolCalls`` with names).
+- its own permission system (threat R), from the 0.61 bundle: the settings schema
+  (SETTINGS_SCHEMA) — ``tools.core``/``exclude``/``confirmationRequired`` (which tools exist and
+  which ask), its sandbox's paths and network, ``security.*`` (YOLO refused, "always allow"
+  options, permanent approvals, extension sources, folder trust, secret redaction, the
+  security checker, the sign-in it insists on), ``mcp.allowed``/``excluded``, the policy files
+  it loads (``policyPaths``, ``adminPolicyPaths``), what is disabled (``extensions.disabled``,
+  ``skills.disabled``) and the Gemma router's binary, which it starts
+  (``experimental.gemmaModelRouter``). ``tools.autoAccept`` is not in 0.61's schema (older
+  releases auto-approved "safe" tools with it): still put back. Directories, from the
+  bundle's Storage class: ``~/.gemini/{commands,skills,agents,policies}`` and
+  ``~/.agents/skills`` (getUserCommandsDir … getUserPoliciesDir, getUserAgentSkillsDir), a
+  project's ``.gemini/{commands,skills,agents}`` and ``.agents/skills``; a custom command's
+  ``!{…}`` runs a shell command, a policy's ``decision = "allow"`` approves a tool call
+  (docs/reference/policy-engine.md). A project's ``.gemini/policies`` is not loaded by 0.61
+  (``disableWorkspacePolicies = true``) but guarded all the same: its loader is there.
+  ``GEMINI.md`` (getGlobalMemoryFilePath) is the instructions of every session — save_memory
+  writes there, so a memory saved inside egg is not kept; ``oauth_creds.json`` the sign-in
+  (Google does not rotate its refresh token, so restoring it costs nothing).
 """
 
 from __future__ import annotations
@@ -53,7 +71,8 @@ from egg_core.profiles import AgentProfile, EnvDefault, Grant
 #: settings.json keys that make Gemini start a program on the host later, or run tools without
 #: asking (the 0.61 settings schema, SETTINGS_SCHEMA in the bundle): hooks, MCP servers, the
 #: tool discovery and call commands, its own sandbox command, the shell pager, auto-approved
-#: tools. Sign-in, theme and the rest are Gemini's to keep.
+#: tools, and every key that loosens its approvals (see the docstring). Sign-in, theme and the
+#: rest are Gemini's to keep.
 _SETTINGS_COMMANDS = (
     "hooks",
     "hooksConfig",
@@ -65,6 +84,30 @@ _SETTINGS_COMMANDS = (
     "tools.shell.pager",
     "tools.allowed",
     "general.defaultApprovalMode",
+    "tools.autoAccept",
+    "tools.core",
+    "tools.exclude",
+    "tools.confirmationRequired",
+    "tools.sandboxAllowedPaths",
+    "tools.sandboxNetworkAccess",
+    "mcp.allowed",
+    "mcp.excluded",
+    "policyPaths",
+    "adminPolicyPaths",
+    "security.toolSandboxing",
+    "security.disableYoloMode",
+    "security.disableAlwaysAllow",
+    "security.enablePermanentToolApproval",
+    "security.autoAddToPolicyByDefault",
+    "security.blockGitExtensions",
+    "security.allowedExtensions",
+    "security.folderTrust",
+    "security.environmentVariableRedaction",
+    "security.enableConseca",
+    "security.auth.enforcedType",
+    "extensions.disabled",
+    "skills.disabled",
+    "experimental.gemmaModelRouter",
 )
 
 PROFILE = AgentProfile(
@@ -107,11 +150,29 @@ PROFILE = AgentProfile(
         Grant(".gemini/.env", "loaded into Gemini's environment in this project"),
     ],
     command_keys={".gemini/settings.json": _SETTINGS_COMMANDS},
+    restored_files=[
+        Grant(
+            ".gemini/oauth_creds.json",
+            "credentials: a sign-in inside cannot be told from a swapped account, so it is "
+            "not kept; sign in outside egg, or use GEMINI_API_KEY",
+        ),
+        Grant(".gemini/GEMINI.md", "instructions (and saved memories) of every session"),
+    ],
     code_dirs=[
         Grant(".gemini/extensions", "extensions bring MCP servers, hooks and commands it runs"),
+        Grant(".gemini/commands", "custom commands; their !{...} lines run shell commands"),
+        Grant(".gemini/skills", "skills it loads by itself"),
+        Grant(".agents/skills", "skills it loads by itself"),
+        Grant(".gemini/agents", "subagents, with the tools they may use"),
+        Grant(".gemini/policies", 'policy rules: decision = "allow" approves a tool call'),
     ],
     project_code_dirs=[
         Grant(".gemini/extensions", "project extensions, loaded by gemini in this project"),
+        Grant(".gemini/commands", "project commands; their !{...} lines run shell commands"),
+        Grant(".gemini/skills", "project skills it loads by itself"),
+        Grant(".agents/skills", "project skills it loads by itself"),
+        Grant(".gemini/agents", "project subagents, with the tools they may use"),
+        Grant(".gemini/policies", "workspace policy rules (a later release loads them)"),
     ],
     provider_url_vars=["GOOGLE_GEMINI_BASE_URL"],
     session_dir=".gemini/tmp",

@@ -25,6 +25,24 @@ Sources checked (stored copies, 2026):
   in-process plugins: config.ts) and package.json's dependencies and scripts are put back after a
   run, its local plugin directories are read-only, and its node_modules is the sandbox's own copy
   (a ``cache:`` rule), so an install inside never lands where the host's opencode loads it.
+- its own permission system and code directories, from the 1.18.33 binary (threat R): the
+  Config schema's ``permission`` (``"bash": "allow"`` and the rest), ``tools`` (which tools
+  exist), ``agent`` and ``mode`` (each with its own permission, tools, model and prompt),
+  ``command`` (templates whose ``!`...` `` lines run shell commands), ``skills`` (extra skill
+  paths and URLs it fetches), ``provider`` (a provider's ``api``/``baseURL`` receives the
+  prompts), ``enabled_providers``/``disabled_providers``, ``share``/``autoshare`` (sessions
+  published on opencode.ai), ``enterprise`` (its URL), ``server`` (its CORS domains),
+  ``instructions`` (extra instruction files and URLs), ``references`` (repositories it clones
+  and reads), ``experimental.policies`` and ``experimental.continue_loop_on_deny``. Every
+  config directory (ConfigPaths.directories: ~/.config/opencode, each ``.opencode`` from the
+  project up to the worktree, ~/.opencode, OPENCODE_CONFIG_DIR) is scanned for
+  ``{agent,agents}/**/*.md``, ``{command,commands}/**/*.md``, ``{mode,modes}/*.md``,
+  ``{plugin,plugins}/*.{ts,js}``, ``{skill,skills}/**/SKILL.md`` and ``{tool,tools}/*.{js,ts}``
+  — the tools are imported and run in its own process, on the host — and a ``.opencode``
+  directory's ``opencode.json``/``opencode.jsonc`` is a config file too; skills also come
+  from ~/.claude/skills, ~/.agents/skills and a project's ``.claude/skills`` and
+  ``.agents/skills``. Its instructions: ~/.config/opencode/AGENTS.md (and ~/.claude/CLAUDE.md);
+  its credentials: ~/.local/share/opencode/auth.json (``Credentials`` in ``opencode auth``).
 """
 
 from __future__ import annotations
@@ -33,15 +51,48 @@ from egg_core.hookspecs import RegisterAgent, hookimpl
 from egg_core.profiles import AgentProfile, EnvDefault, Grant
 
 #: config keys that start programs or load code on the host (1.18's Config schema): plugins, MCP
-#: servers, formatter and LSP commands, the shell its bash tool uses, provider SDK packages
+#: servers, formatter and LSP commands, the shell its bash tool uses, providers (their SDK
+#: packages and endpoints), and every key that loosens its permissions (see the docstring)
 _CONFIG_COMMANDS = (
     "plugin",
     "mcp",
     "formatter",
     "lsp",
     "shell",
-    "provider.*.npm",
+    "provider",
     "experimental.hook",
+    "permission",
+    "tools",
+    "agent",
+    "mode",
+    "command",
+    "skills",
+    "enabled_providers",
+    "disabled_providers",
+    "share",
+    "autoshare",
+    "enterprise",
+    "server",
+    "instructions",
+    "references",
+    "reference",
+    "experimental.policies",
+    "experimental.continue_loop_on_deny",
+)
+#: the directories each config directory is scanned for (1.18's globs), and why
+_CONFIG_DIR_CODE = (
+    ("plugin", "plugins it loads in-process"),
+    ("plugins", "plugins it loads in-process"),
+    ("tool", "tools it imports and runs in-process"),
+    ("tools", "tools it imports and runs in-process"),
+    ("agent", "agents, with their own permissions and tools"),
+    ("agents", "agents, with their own permissions and tools"),
+    ("mode", "modes, with their own permissions and tools"),
+    ("modes", "modes, with their own permissions and tools"),
+    ("command", "commands; their !`...` lines run shell commands"),
+    ("commands", "commands; their !`...` lines run shell commands"),
+    ("skill", "skills it loads by itself"),
+    ("skills", "skills it loads by itself"),
 )
 #: package.json keys that make an install run code
 _PACKAGE_COMMANDS = (
@@ -112,14 +163,24 @@ PROFILE = AgentProfile(
         Grant("$OPENCODE_CONFIG_DIR/package.json", "dependencies its start-up install fetches"),
     ],
     code_dirs=[
-        Grant(".config/opencode/plugin", "local plugins it loads in-process"),
-        Grant(".config/opencode/plugins", "local plugins it loads in-process"),
-        Grant("$OPENCODE_CONFIG_DIR/plugin", "plugins it loads in-process"),
-        Grant("$OPENCODE_CONFIG_DIR/plugins", "plugins it loads in-process"),
+        *(Grant(f".config/opencode/{name}", why) for name, why in _CONFIG_DIR_CODE),
+        *(Grant(f"$OPENCODE_CONFIG_DIR/{name}", why) for name, why in _CONFIG_DIR_CODE),
+        Grant(".claude/skills", "skills it loads by itself (Claude Code's, read too)"),
+        Grant(".agents/skills", "skills it loads by itself"),
     ],
     project_code_dirs=[
-        Grant(".opencode/plugin", "project plugins it loads in-process"),
-        Grant(".opencode/plugins", "project plugins it loads in-process"),
+        *(Grant(f".opencode/{name}", f"project {why}") for name, why in _CONFIG_DIR_CODE),
+        Grant(".opencode/node_modules", "what the project's plugins and tools import"),
+        Grant(".claude/skills", "project skills it loads by itself (Claude Code's, read too)"),
+        Grant(".agents/skills", "project skills it loads by itself"),
+    ],
+    restored_files=[
+        Grant(
+            ".local/share/opencode/auth.json",
+            "credentials: a sign-in inside cannot be told from a swapped account, so it is "
+            "not kept; sign in outside egg, or use the provider's key variable",
+        ),
+        Grant(".config/opencode/AGENTS.md", "instructions it follows in every project"),
     ],
     command_keys={
         "opencode.json": _CONFIG_COMMANDS,
@@ -130,6 +191,9 @@ PROFILE = AgentProfile(
         ".config/opencode/tui.json": ("plugin",),
         ".config/opencode/tui.jsonc": ("plugin",),
         "opencode.jsonc": _CONFIG_COMMANDS,
+        ".opencode/opencode.json": _CONFIG_COMMANDS,
+        ".opencode/opencode.jsonc": _CONFIG_COMMANDS,
+        ".opencode/package.json": _PACKAGE_COMMANDS,
         "$OPENCODE_CONFIG_DIR/opencode.jsonc": _CONFIG_COMMANDS,
         "$OPENCODE_CONFIG_DIR/opencode.json": _CONFIG_COMMANDS,
         "$OPENCODE_CONFIG_DIR/package.json": _PACKAGE_COMMANDS,
@@ -137,6 +201,9 @@ PROFILE = AgentProfile(
     project_settings_files=[
         Grant("opencode.json", "project config: MCP commands, plugins, formatters"),
         Grant("opencode.jsonc", "project config: MCP commands, plugins, formatters"),
+        Grant(".opencode/opencode.json", "project config: MCP commands, plugins, permissions"),
+        Grant(".opencode/opencode.jsonc", "project config: MCP commands, plugins, permissions"),
+        Grant(".opencode/package.json", "dependencies its start-up install fetches there"),
     ],
     session_dir=".local/share/opencode",
     resume_flag="--session",

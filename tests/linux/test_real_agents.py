@@ -298,6 +298,55 @@ def test_opencode(box: Box, model: ModelServer, agent_bin: Path) -> None:
     assert '"hi"' in resumed and "second question" in resumed
 
 
+#: an opencode tool whose module, imported, leaves ``name`` in the home (opencode imports every
+#: ``{tool,tools}/*.{js,ts}`` of its config directories, in its own process: 1.18's binary)
+OPENCODE_TOOL = """import {{ writeFileSync }} from "fs"
+writeFileSync(`${{process.env.HOME}}/{name}`, "ran")
+export default {{ description: "a tool", args: {{}}, async execute() {{ return "ok" }} }}
+"""
+
+
+def test_an_opencode_tool_the_sandbox_plants_never_runs_on_the_host(
+    box: Box, model: ModelServer, agent_bin: Path
+) -> None:
+    """Threat R with the real opencode: the sandbox (a first run: ~/.config/opencode does not
+    exist yet) cannot leave a tool in ~/.config/opencode/tool; the real opencode, run on the
+    host afterwards, runs the user's own tool from there and no other."""
+    tool = OPENCODE_TOOL.format(name="PLANTED").replace("'", "'\\''")
+    planted = box.exec(
+        "sh",
+        "-c",
+        f"mkdir -p ~/.config/opencode/tool ~/.config/opencode/tools; "
+        f"printf '%s' '{tool}' > ~/.config/opencode/tool/evil.ts; "
+        f"printf '%s' '{tool}' > ~/.config/opencode/tools/evil.ts; true",
+        options=["--agent", "opencode"],
+    )
+    assert planted.returncode == 0, planted.stderr
+    box.write(".config/opencode/tool/mine.ts", OPENCODE_TOOL.format(name="MINE"))
+
+    env = box.env(
+        {
+            "PATH": f"{agent_bin}:/usr/local/bin:/usr/bin:/bin",
+            "OPENCODE_CONFIG_CONTENT": opencode_config(model.url),
+            "OPENCODE_DISABLE_MODELS_FETCH": "1",
+            "npm_config_registry": f"{model.url}/npm/",
+        }
+    )
+    host = subprocess.run(
+        box.identity.wrap([str(agent_bin / "opencode"), "run", "hi"]),
+        env=env,
+        cwd=box.workspace,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+    assert host.returncode == 0, host.stderr
+    assert (box.home / "MINE").exists(), "the host's opencode did not load its tool directory"
+    assert not (box.home / "PLANTED").exists(), "a tool the sandbox planted ran on the host"
+    assert not list((box.home / ".config" / "opencode").rglob("evil.ts"))
+
+
 # -- conversations: captured from a real run, wiped, put back, resumed by the real agent
 
 

@@ -156,24 +156,39 @@ def test_a_deep_directory_where_settings_belong_does_not_stop_the_restore(box: B
 
 
 def test_a_project_settings_directory_swapped_for_a_symlink_is_not_left_in_force(box: Box) -> None:
-    box.write(".claude/settings.json", ORIGINAL)
-    box.write(box.workspace / ".claude" / "settings.json", ORIGINAL)
-    env = fake_claude(
-        box,
-        "mkdir -p elsewhere && echo '" + HOOKS + "' > elsewhere/settings.json && "
-        "echo '" + HOOKS + "' > elsewhere/settings.local.json && "
-        "mv .claude moved && ln -s elsewhere .claude\n",
+    # cursor's project directory holds no read-only code directory (claude's .claude does
+    # since threat R, and a directory with mounts in it cannot be moved at all: see below)
+    box.write(box.workspace / ".cursor" / "mcp.json", ORIGINAL)
+    fake = box.write(
+        box.root / "bin" / "cursor-agent",
+        "#!/bin/sh\nmkdir -p elsewhere && echo '{" + MCP_ENTRY + "}' > elsewhere/mcp.json && "
+        'echo \'{"allow": ["*"]}\' > elsewhere/cli.json && '
+        "mv .cursor moved && ln -s elsewhere .cursor\n",
+        mode=0o755,
     )
+    env = {"PATH": f"{fake.parent}:/usr/local/bin:/usr/bin:/bin"}
+
+    result = box.run("run", "cursor", env=env)
+
+    assert result.returncode == 0, result.stderr
+    project = box.workspace / ".cursor"
+    assert project.is_dir() and not project.is_symlink()
+    assert (project / "mcp.json").read_text() == ORIGINAL
+    assert not (project / "cli.json").exists()
+    log = (box.egg_home / "sessions").rglob("egg.log")
+    assert any("stood in place of the directory" in p.read_text() for p in log)
+
+
+def test_a_project_claude_directory_cannot_be_swapped_at_all(box: Box) -> None:
+    box.write(box.workspace / ".claude" / "settings.json", ORIGINAL)
+    env = fake_claude(box, "mkdir -p elsewhere && mv .claude moved && ln -s elsewhere .claude\n")
 
     result = box.run("run", "claude", env=env)
 
-    assert result.returncode == 0, result.stderr
+    assert "Device or resource busy" in result.stdout  # its read-only code directories hold it
     project = box.workspace / ".claude"
     assert project.is_dir() and not project.is_symlink()
     assert (project / "settings.json").read_text() == ORIGINAL
-    assert not (project / "settings.local.json").exists()
-    log = (box.egg_home / "sessions").rglob("egg.log")
-    assert any("stood in place of the directory" in p.read_text() for p in log)
 
 
 @pytest.mark.parametrize("identity", ["nobody"], indirect=True)
