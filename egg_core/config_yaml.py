@@ -16,7 +16,6 @@ Why one module of this size: one validator per egg.yaml section sharing one erro
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -588,4 +587,6 @@ def to_json_data(config: EggConfig) -> dict[str, Any]:
 
 
 def dump_json(config: EggConfig) -> str:
-    return json.dumps(to_json_data(config), indent=2)
+    from egg_core.sanitize import json_text
+
+    return json_text(to_json_data(config))

@@ -255,7 +255,9 @@ def lookup(args: list[str], environ: Mapping[str, str]) -> dict[str, Any] | None
     except Exception as exc:
         why = f"{type(exc).__name__}: {exc}"
     if setting == "debug":
-        print(f"egg: exec cache {'miss: ' + why if why else 'hit'}", file=sys.stderr)
+        from egg_core.sanitize import visible
+
+        print(visible(f"egg: exec cache {'miss: ' + why if why else 'hit'}"), file=sys.stderr)
     return entry if why is None else None
 
 
@@ -336,6 +338,7 @@ def _audit(git: dict[str, Any] | None, watch: list[str], egg_home: str) -> None:
     """A repository or an agent code directory may have appeared during the run: the full audit
     (rarely needed, so its imports are paid only then; see :func:`egg_core.launch.after_run`)."""
     from egg_core.launch import after_run
+    from egg_core.sanitize import visible
 
     for line in after_run(git, watch, egg_home):
-        print(f"egg: {line}", file=sys.stderr)
+        print(f"egg: {visible(line)}", file=sys.stderr)

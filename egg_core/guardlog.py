@@ -25,6 +25,8 @@ def record(egg_home: Path | str, lines: Iterable[str]) -> None:
     lines = list(lines)
     if not lines:
         return
+    from egg_core.sanitize import visible  # the lines quote paths a sandbox chose
+
     path = os.path.join(egg_home, LOG)
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
     try:
@@ -32,15 +34,17 @@ def record(egg_home: Path | str, lines: Iterable[str]) -> None:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "a") as handle:
             for line in lines:
-                handle.write(f"{stamp} {line}\n")
+                handle.write(f"{stamp} {visible(line)}\n")
         _trim(path)
     except OSError:
         pass
 
 
 def recent(egg_home: Path | str, count: int = 5) -> list[str]:
+    """The last lines; a byte that is not UTF-8 (an older egg wrote paths raw) as it was, for
+    the printing side to show (``egg doctor``: :func:`egg_core.sanitize.visible`)."""
     try:
-        with open(os.path.join(egg_home, LOG), errors="replace") as handle:
+        with open(os.path.join(egg_home, LOG), errors="surrogateescape") as handle:
             return handle.read().splitlines()[-count:]
     except OSError:
         return []

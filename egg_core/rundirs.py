@@ -103,8 +103,11 @@ def finish(path: str, egg_home: str) -> None:
     from egg_core import guardlog, snapshot
 
     lines = snapshot.restore(os.path.join(path, "settings"))
-    for line in lines:
-        print(f"egg: {line}", file=sys.stderr)
+    if lines:
+        from egg_core.sanitize import visible
+
+        for line in lines:
+            print(f"egg: {visible(line)}", file=sys.stderr)
     guardlog.record(egg_home, snapshot.failures(lines))
     remove(path)
 

@@ -159,12 +159,19 @@ def report_exit(
     ``said``: its own last line) or a limit killed it."""
     code = command_code(returncode)
     if code is None:
-        why = last_line(said) or f"{program} exited {returncode}"
+        why = _visible(last_line(said) or f"{program} exited {returncode}")
         print(f"egg: error: the sandbox failed before the command started: {why}", file=sys.stderr)
         return SANDBOX_FAILED
-    if said.strip():  # the sandbox warned after the command started: pass it on as it is
-        sys.stderr.write(said)
+    if said.strip():  # the sandbox warned after the command started: pass its lines on
+        sys.stderr.write(_visible(said, multiline=True))
     reason = exit_reason(code)
     if reason:
-        print(f"egg: {reason}", file=sys.stderr)
+        print(f"egg: {_visible(reason)}", file=sys.stderr)
     return code
+
+
+def _visible(text: str, *, multiline: bool = False) -> str:
+    """:func:`egg_core.sanitize.visible`, imported only when there is something to say."""
+    from egg_core.sanitize import visible
+
+    return visible(text, multiline=multiline)

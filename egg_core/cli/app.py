@@ -2,12 +2,15 @@
 
 Every error a user can cause is an :class:`~egg_core.errors.EggError`; it is printed as one line
 on stderr and becomes the exit code. Anything else is a bug: it is reported in one line too, with
-a pointer to ``--debug`` (or ``EGG_DEBUG=1``), which shows the traceback.
+a pointer to ``--debug`` (or ``EGG_DEBUG=1``), which shows the traceback. Both go through
+:func:`egg_core.sanitize.visible` here, the one place the CLI prints errors: a message quotes
+paths and names a sandbox may have chosen.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from collections.abc import Mapping, Sequence
 
@@ -16,6 +19,7 @@ from egg_core.cli.builtin import builtin_commands
 from egg_core.cli.context import Context
 from egg_core.commands import Command, CommandRegistry
 from egg_core.errors import EggError, UsageError
+from egg_core.sanitize import visible
 
 
 class _Parser(argparse.ArgumentParser):
@@ -65,6 +69,7 @@ def _wants_plugin_commands(argv: Sequence[str], registry: CommandRegistry) -> bo
 def run_cli(args_list: list[str], env: Mapping[str, str]) -> int:
     debug = "--debug" in args_list or env.get("EGG_DEBUG") == "1"
     ctx = Context(env, debug=debug, argv=args_list)
+    _never_fail_to_print()
     try:
         _recover_crashed_sessions(env)
         registry = CommandRegistry()
@@ -87,8 +92,7 @@ def run_cli(args_list: list[str], env: Mapping[str, str]) -> int:
     except EggError as exc:
         if debug:
             raise
-        message = exc.message.replace("\r", "\\r").replace("\n", "\\n")
-        print(f"egg: error: {message}", file=sys.stderr)
+        print(f"egg: error: {visible(exc.message)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
@@ -99,10 +103,20 @@ def run_cli(args_list: list[str], env: Mapping[str, str]) -> int:
             raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         print(
-            f"egg: internal error: {type(exc).__name__}: {first} (rerun with --debug for details)",
+            f"egg: internal error: {type(exc).__name__}: {visible(first)} "
+            "(rerun with --debug for details)",
             file=sys.stderr,
         )
         return 70
+
+
+def _never_fail_to_print() -> None:
+    """A character the terminal's encoding cannot hold (a readable name on a terminal in
+    Latin-1) is written as a backslash escape, not an error: what egg prints has been through
+    :func:`egg_core.sanitize.visible`, which keeps readable text as it is."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
 
 
 class _ScopedRegistry:
@@ -128,7 +142,7 @@ def _add_plugin_commands(ctx: Context, registry: CommandRegistry) -> None:
             impl.function(**{name: offered[name] for name in impl.argnames if name in offered})
         except Exception as exc:
             message = exc.message if isinstance(exc, EggError) else f"{type(exc).__name__}: {exc}"
-            print(f"egg: warning: plugin {impl.plugin_name!r}: {message}", file=sys.stderr)
+            print(f"egg: warning: plugin {impl.plugin_name!r}: {visible(message)}", file=sys.stderr)
 
 
 def _recover_crashed_sessions(env: Mapping[str, str]) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from egg_core.cli.context import Context
 from egg_core.errors import ConfigError
+from egg_core.sanitize import visible
 
 STARTER = """\
 # egg.yaml: what an agent working in this directory may touch.
@@ -62,7 +63,10 @@ def _show(ns: argparse.Namespace, ctx: Context) -> int:
         config = load_config_file(resolved.path)
     if resolved.path is None:
         config = default_config()
-    print(dump_json(config) if ns.json else dump_yaml(config), end="\n" if ns.json else "")
+    if ns.json:
+        print(dump_json(config))
+    else:  # YAML keeps bidi controls raw (allow_unicode): shown escaped, like any text here
+        print(visible(dump_yaml(config), multiline=True), end="")
     return 0
 
 
@@ -91,7 +95,7 @@ def _init(ns: argparse.Namespace, ctx: Context) -> int:
     from egg_core.paths import egg_home
 
     windows.trust(str(target), str(egg_home(ctx.environ)))  # written by egg, for the user
-    print(f"wrote {target}")
+    print(visible(f"wrote {target}"))
     return 0
 
 
@@ -106,7 +110,8 @@ def _trust(ns: argparse.Namespace, ctx: Context) -> int:
         raise ConfigError(f"{target}: no such config file")
     digest = windows.trust(str(target), str(egg_home(ctx.environ)))
     discover_config(Path.cwd(), str(target), ctx.environ)  # it must also be a valid config
-    print(f"trusted {target} as it is now (sha256 {digest[:12]}…); a later change needs it again")
+    said = f"trusted {target} as it is now (sha256 {digest[:12]}…); a later change needs it again"
+    print(visible(said))
     return 0
 
 

@@ -1,12 +1,14 @@
-"""``egg doctor``: every registered platform, whether it can run here, and what it can enforce."""
+"""``egg doctor``: every registered platform, whether it can run here, and what it can enforce,
+and the guard log's latest lines (they quote paths a sandbox chose: printed through
+:func:`egg_core.sanitize.visible`, like every line here)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from egg_core.cli.context import Context
+from egg_core.sanitize import json_text, visible
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -48,35 +50,39 @@ def collect(ctx: Context) -> dict[str, Any]:
     }
 
 
+def _say(line: str) -> None:
+    print(visible(line, multiline=True))
+
+
 def run(ns: argparse.Namespace, ctx: Context) -> int:
     data = collect(ctx)
     if ns.json:
-        print(json.dumps(data, indent=2))
+        print(json_text(data))
         return 0
     for platform in data["platforms"]:
         mark = "ok" if platform["available"] else "unavailable"
-        print(f"{platform['name']} [{mark}] {platform['description']}")
-        print(f"  {platform['reason']}")
+        _say(f"{platform['name']} [{mark}] {platform['description']}")
+        _say(f"  {platform['reason']}")
         if platform["capabilities"]:
-            print(f"  enforces: {', '.join(platform['capabilities'])}")
+            _say(f"  enforces: {', '.join(platform['capabilities'])}")
         withheld = [f for c in platform["checks"] if c.get("note") for f in c.get("blocks", [])]
         if withheld:
-            print(f"  not for this user: {', '.join(withheld)} (see the note below)")
+            _say(f"  not for this user: {', '.join(withheld)} (see the note below)")
         for check in platform["checks"]:
             mark = "note" if check.get("note") else "ok  " if check["ok"] else "FAIL"
-            print(f"  {mark} {check['name']}: {check['detail']}")
+            _say(f"  {mark} {check['name']}: {check['detail']}")
             if check["fix"] and (not check["ok"] or check.get("note")):
-                print(f"       fix: {check['fix']}")
+                _say(f"       fix: {check['fix']}")
     failing = data["failing_features"]
     if failing:
-        print("policy features that would fail here:")
+        _say("policy features that would fail here:")
         for feature, why in sorted(failing.items()):
             label = "every sandboxed policy" if feature == "*" else feature
-            print(f"  {label}: {'; '.join(why)}")
+            _say(f"  {label}: {'; '.join(why)}")
     else:
-        print("every policy feature can be enforced here")
+        _say("every policy feature can be enforced here")
     if data["guard_log"]:
-        print("persistence guard: what could not be done (latest last; $EGG_HOME/guard.log):")
+        _say("persistence guard: what could not be done (latest last; $EGG_HOME/guard.log):")
         for line in data["guard_log"]:
-            print(f"  {line}")
+            _say(f"  {line}")
     return 0

@@ -15,6 +15,7 @@ from typing import Any
 
 from egg_core.cli.context import Context
 from egg_core.errors import EggError
+from egg_core.sanitize import visible
 
 SETUP_FAILED = 125
 
@@ -68,7 +69,7 @@ def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
     )
     if not plan.known_agent:
         print(
-            f"egg: unknown agent {plan.profile.name!r}: running with no agent holes",
+            visible(f"egg: unknown agent {plan.profile.name!r}: running with no agent holes"),
             file=sys.stderr,
         )
     found = find_command(command[0], plan.env, cwd, plan.policy.tools)
@@ -113,7 +114,7 @@ def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
         finally:
             windows.close_window(str(plan.egg_home), window)
             for line in guard.audit()[0]:
-                print(f"egg: {line}", file=sys.stderr)
+                print(f"egg: {visible(line)}", file=sys.stderr)
     finally:
         stack.close()
         rundirs.finish(str(work_dir), str(plan.egg_home))
@@ -165,7 +166,7 @@ def remember(ctx: Context, plan: Any, prepared: Any, cwd: Path) -> None:
         if environ.get(ec.CACHE_ENV) == "debug":
             _, subject = recorder.conflicts[0]
             print(
-                f"egg: exec cache not stored: {subject} changed while egg looked at it",
+                visible(f"egg: exec cache not stored: {subject} changed while egg looked at it"),
                 file=sys.stderr,
             )
         return

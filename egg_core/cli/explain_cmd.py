@@ -7,7 +7,6 @@ either output form.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 from egg_core.cli.context import Context
 from egg_core.cli.table import render_table
+from egg_core.sanitize import json_text, visible
 
 PLACEHOLDER_WORK_DIR = Path("/run/egg/<session>")
 
@@ -37,9 +37,9 @@ def configure(p: argparse.ArgumentParser) -> None:
 def run(ns: argparse.Namespace, ctx: Context) -> int:
     data = explain_data(ns, ctx)
     if ns.json:
-        print(json.dumps(data, indent=2))
+        print(json_text(data))
     else:
-        print(render_human(data))
+        print(visible(render_human(data), multiline=True))
     return 0
 
 

@@ -1,10 +1,12 @@
 """``egg history [--all] [--json]`` and ``egg history show SESSION [--json]``: the conversations
-the sessions captured (see :mod:`egg_core.conversations`), listed and read without the agent."""
+the sessions captured (see :mod:`egg_core.conversations`), listed and read without the agent.
+
+A transcript is what the agent wrote inside the sandbox: every field of it is printed through
+:func:`egg_core.sanitize.visible` (a turn keeps its lines and tabs), and ``--json`` is ASCII."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -12,6 +14,7 @@ from typing import Any
 
 from egg_core.cli.context import Context
 from egg_core.errors import UsageError
+from egg_core.sanitize import json_text, visible
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -47,7 +50,7 @@ def _list(ns: argparse.Namespace, ctx: Context) -> int:
 
     found = conversations.conversations(_egg_home(ctx), None if ns.all else os.getcwd())
     if ns.json:
-        print(json.dumps([c.to_json() for c in found], indent=2))
+        print(json_text([c.to_json() for c in found]))
         return 0
     if found:
         from egg_core.cli.table import render_table
@@ -90,7 +93,7 @@ def _say_declined(ctx: Context, registry: Any) -> None:
         why = conversations.declines(agents[name].obj)
         if why and agents[name].obj.binary:
             said.add(name)
-            print(f"egg: {name}: conversations are not captured: {why}", file=sys.stderr)
+            print(visible(f"egg: {name}: conversations are not captured: {why}"), file=sys.stderr)
 
 
 def _show(ident: str, ns: argparse.Namespace, ctx: Context) -> int:
@@ -106,18 +109,18 @@ def _show(ident: str, ns: argparse.Namespace, ctx: Context) -> int:
     )
     turns = conversations.render(ctx.pm, profile, history.read_capture(conversation.session_dir))
     if ns.json:
-        print(json.dumps([t.to_json() for t in turns], indent=2, ensure_ascii=False))
+        print(json_text([t.to_json() for t in turns]))
         return 0
     c = conversation
-    print(f"# {c.agent} conversation {c.agent_session_id} (egg session {c.session})")
+    print(visible(f"# {c.agent} conversation {c.agent_session_id} (egg session {c.session})"))
     if not turns:
-        print(f"(no plugin reads {conversation.agent}'s transcripts)", file=sys.stderr)
+        print(visible(f"(no plugin reads {conversation.agent}'s transcripts)"), file=sys.stderr)
     for turn in turns:
         if turn.role == "tool":
             line = f"  [{turn.tool}] " if turn.tool else "  [output] "
-            print(line + " ".join(turn.text.split())[:200])
+            print(visible(line + " ".join(turn.text.split())[:200]))
         else:
-            print(f"\n{turn.role}:\n{turn.text.rstrip()}")
+            print(f"\n{visible(turn.role)}:\n{visible(turn.text.rstrip(), multiline=True)}")
     return 0
 
 

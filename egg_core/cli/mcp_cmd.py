@@ -7,6 +7,7 @@ import sys
 
 from egg_core.cli.context import Context
 from egg_core.errors import EggError, UsageError
+from egg_core.sanitize import visible
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -45,7 +46,7 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
 
     found = load()
     for source, why in found.errors:
-        print(f"egg: cannot load {source}: {why}", file=sys.stderr)
+        print(visible(f"egg: cannot load {source}: {why}"), file=sys.stderr)
     if ns.tool:
         _, problems = found.enabled(ns.tool)
         if problems:

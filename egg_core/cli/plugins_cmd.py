@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from egg_core.cli.context import Context
 from egg_core.cli.table import render_table
+from egg_core.sanitize import json_text, visible
 
 
 def run(ns: argparse.Namespace, ctx: Context) -> int:
     reports = ctx.pm.reports()
     if ns.json:
-        print(json.dumps([r.to_json() for r in reports], indent=2))
+        print(json_text([r.to_json() for r in reports]))
         return 0
     rows = [
         [
@@ -27,5 +27,5 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
     print(render_table(["NAME", "DISTRIBUTION", "VERSION", "STATUS", "HOOKS"], rows))
     for r in reports:
         if r.error:
-            print(f"{r.name}: {r.error}")
+            print(visible(f"{r.name}: {r.error}"))
     return 0

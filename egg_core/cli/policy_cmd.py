@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import os
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ import attrs
 
 from egg_core.cli.context import Context
 from egg_core.errors import EggError, UsageError
+from egg_core.sanitize import json_text, visible
 
 if TYPE_CHECKING:
     from egg_core.config_files import ResolvedConfig
@@ -225,7 +225,7 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
             "apply_problem": edit_problem,
             "mode": config.config.network.mode or "enforce",
         }
-        print(json.dumps(data, indent=2))
+        print(json_text(data))
         return 0
     if isinstance(sys.stdout, io.TextIOWrapper):  # a name from the sandbox, a terminal in ASCII
         sys.stdout.reconfigure(errors="backslashreplace")
@@ -237,13 +237,12 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
 
 def _included(names: list[str], found: Suggestion, fs: FsPart | None) -> list[str]:
     """The ``--include`` rules, each one of this run's suggestions exactly as shown."""
-    from egg_core.cli.table import printable
 
     known = set(found.add) | ({u.rule for u in fs.rules} if fs else set())
     for name in names:
         if name not in known:
             raise UsageError(
-                f"--include {printable(name)}: not among this run's suggestions "
+                f"--include {visible(name)}: not among this run's suggestions "
                 "(name a rule exactly as egg policy suggest shows it)"
             )
     return list(dict.fromkeys(names))
@@ -334,13 +333,13 @@ def _fs_part(
 
 
 def _print(found: Suggestion, fs: FsPart | None, config: ResolvedConfig, src: Sources) -> None:
-    from egg_core.cli.table import printable, render_table
+    from egg_core.cli.table import render_table
 
     if src.logs:
         where = ", ".join(str(p) for p in src.logs)
         if src.session:
             where = f"session {src.session} ({where})"
-        print(f"read {found.records} requests from {where}")
+        print(f"read {found.records} requests from {visible(where)}")
     if found.corrupt_lines:
         print(
             f"egg: skipped {found.corrupt_lines} lines that are not decision records",
@@ -363,16 +362,16 @@ def _print(found: Suggestion, fs: FsPart | None, config: ResolvedConfig, src: So
         head = ["HOST", "PORTS", "COUNT", "FIRST", "LAST", *(["LOG"] if several else [])]
         print(render_table(head, rows))
     for f in found.folded:
-        print(f"folded into {f.entry}: {', '.join(f.replaces)}")
+        print(visible(f"folded into {f.entry}: {', '.join(f.replaces)}"))
     if found.refused:
         print("\nnever suggested:")
         for r in found.refused:
-            print(f"  {printable(r.host)}:{r.port} ({r.count}x): {printable(r.why)}")
+            print(f"  {visible(r.host)}:{r.port} ({r.count}x): {visible(r.why)}")
     if fs is None:
         return
     traces = ", ".join(str(t) for t in src.traces)
     gap = "\n" if src.logs else ""
-    print(f"{gap}read {fs.calls} refused file operations from {traces}")
+    print(f"{gap}read {fs.calls} refused file operations from {visible(traces)}")
     if fs.rules:
         print("the run was refused writes that these rules allow:")
         rows = [
@@ -383,7 +382,7 @@ def _print(found: Suggestion, fs: FsPart | None, config: ResolvedConfig, src: So
     if fs.refused:
         print("\nnot suggested:")
         for apart in fs.refused:
-            print(f"  {printable(apart.path)} ({apart.count}x): {printable(apart.why)}")
+            print(f"  {visible(apart.path)} ({apart.count}x): {visible(apart.why)}")
 
 
 def _how(fs: FsPart, rule: str) -> str:
@@ -393,21 +392,20 @@ def _how(fs: FsPart, rule: str) -> str:
 def _print_review(fs: FsPart | None, included: list[str], config: ResolvedConfig) -> bool:
     """The rules --apply leaves to the user: why, and the exact line to add by hand; whether
     there were any."""
-    from egg_core.cli.table import printable
 
     waiting = [r for r in fs.for_review() if r not in included] if fs else []
     if not fs or not waiting:
         return False
-    where = printable(str(config.path or "./egg.yaml"))
+    where = visible(str(config.path or "./egg.yaml"))
     print(
         "\nreview by hand (--apply writes an fs rule by itself only inside the project or the "
         f"agent's own directories): add its line to {where} yourself, or pass --apply --include "
         "RULE once you have read it"
     )
     for rule in waiting:
-        print(f"  {printable(rule)}: {printable(str(fs.review[rule]))}")
+        print(f"  {visible(rule)}: {visible(str(fs.review[rule]))}")
         for line in fs.lines[rule].splitlines():
-            print(f"      {printable(line)}")
+            print(f"      {visible(line)}")
     return True
 
 
@@ -430,20 +428,20 @@ def _print_edit(
     if edit is None:
         where = config.path or "egg.yaml"
         if found.add:
-            print(f"\n{where}: add to network: {', '.join(found.add)}")
+            print(f"\n{visible(str(where))}: add to network: {visible(', '.join(found.add))}")
         if fs_rules:
-            print(f"\n{where}: add to fs: {', '.join(fs_rules)}")
+            print(f"\n{visible(str(where))}: add to fs: {visible(', '.join(fs_rules))}")
         if problem:
-            print(f"--apply cannot edit it: {problem}")
+            print(f"--apply cannot edit it: {visible(problem)}")
         return
     if edit.after == edit.before:
-        print(f"\n{edit.path}: already has every entry")
+        print(f"\n{visible(str(edit.path))}: already has every entry")
     elif applied:
         added = len(edit.added) + len(edit.added_fs)
-        print(f"\nwrote {edit.path} ({added} entries added):\n")
-        print(edit.diff(), end="")
+        print(f"\nwrote {visible(str(edit.path))} ({added} entries added):\n")
+        print(visible(edit.diff(), multiline=True), end="")
     else:
         print("\nthe edit (egg policy suggest --apply writes it):\n")
-        print(edit.diff(), end="")
+        print(visible(edit.diff(), multiline=True), end="")
     if config.config.network.mode == "observe" and found.add:
         print("\nnext: set network.mode: enforce (observe mode allows everything)")

@@ -12,6 +12,7 @@ from typing import Any
 
 from egg_core.cli.context import Context
 from egg_core.errors import EggError, UsageError
+from egg_core.sanitize import visible
 
 START_TIMEOUT = 15.0
 
@@ -179,7 +180,7 @@ def run_session(ns: argparse.Namespace, ctx: Context) -> int:
         if found is None:
             raise unknown_agent(plan.profile.name, ctx)
         print(
-            f"egg: unknown agent {plan.profile.name!r}: running with no agent holes",
+            visible(f"egg: unknown agent {plan.profile.name!r}: running with no agent holes"),
             file=sys.stderr,
         )
     if found is None:
@@ -190,7 +191,7 @@ def run_session(ns: argparse.Namespace, ctx: Context) -> int:
     ]
     if ns.verbose:
         for hole in holes:
-            print(f"egg: {hole}", file=sys.stderr)
+            print(f"egg: {visible(hole)}", file=sys.stderr)
     if plan.selection.outer_boundary:
         print(
             f"egg: outer boundary: {plan.selection.outer_boundary} (no OS sandbox)", file=sys.stderr
@@ -202,7 +203,8 @@ def run_session(ns: argparse.Namespace, ctx: Context) -> int:
             raise UsageError(f"a running session is already named {ns.name!r}")
     rows, cols = _size(ns)
     if conversation is not None:
-        print(f"egg: {resume.restore(ctx, plan.profile, cwd, conversation)}", file=sys.stderr)
+        restored = resume.restore(ctx, plan.profile, cwd, conversation)
+        print(f"egg: {visible(restored)}", file=sys.stderr)
     paths = create_session(plan.egg_home)
     if ns.name:
         write_json(paths.meta, {"name": ns.name, "state": "starting", "cwd": str(cwd)})
@@ -231,9 +233,11 @@ def run_session(ns: argparse.Namespace, ctx: Context) -> int:
     name = plan.profile.name if agent else os.path.basename(plan.argv[0])
     explain = f"egg explain {plan.profile.name}" if agent else "egg explain"
     print(
-        f"egg: {name} in {plan.selection.platform.name}, session {paths.id}"
-        + ("" if ns.detach else f" (detach with {ns.detach_key})")
-        + f"; policy: {explain}",
+        visible(
+            f"egg: {name} in {plan.selection.platform.name}, session {paths.id}"
+            + ("" if ns.detach else f" (detach with {ns.detach_key})")
+            + f"; policy: {explain}"
+        ),
         file=sys.stderr,
     )
     if ns.detach:
@@ -242,7 +246,7 @@ def run_session(ns: argparse.Namespace, ctx: Context) -> int:
     code = attach(paths, detach_key=detach_key, from_start=True)
     meta = read_json(paths.meta)
     for line in [*(meta.get("settings_restored") or []), *(meta.get("git_guard") or [])]:
-        print(f"egg: {line}", file=sys.stderr)
+        print(f"egg: {visible(str(line))}", file=sys.stderr)
     return code
 
 

@@ -1,10 +1,13 @@
 """``egg ls``, ``egg status``, ``egg kill``, ``egg rm`` and ``egg replay``: looking at sessions
-and ending or removing them (``egg run`` and ``egg attach`` live in :mod:`session_cmds`)."""
+and ending or removing them (``egg run`` and ``egg attach`` live in :mod:`session_cmds`).
+
+A session's directory, command, exit reason and screen may all hold what a sandbox chose: each
+is printed through :func:`egg_core.sanitize.visible`, and ``--json`` is ASCII. ``egg replay``
+alone writes the program's own output as it was recorded: it is that terminal, replayed."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -14,6 +17,7 @@ from typing import Any
 
 from egg_core.cli.context import Context
 from egg_core.errors import EggError
+from egg_core.sanitize import json_text, visible
 
 
 def _egg_home(ctx: Context) -> Path:
@@ -148,12 +152,11 @@ def list_sessions_cmd(ns: argparse.Namespace, ctx: Context) -> int:
     ]
     if ns.json:
         print(
-            json.dumps(
+            json_text(
                 [
                     {"id": r.paths.id, "state": r.state, **r.meta, "resumable": _resumable(r)}
                     for r in records
-                ],
-                indent=2,
+                ]
             )
         )
         return 0
@@ -184,12 +187,12 @@ def status_session(ns: argparse.Namespace, ctx: Context) -> int:
         screen = data.get("screen")
         if screen is None:
             raise EggError(f"session {paths.id} has no screen to show")
-        print("\n".join(screen))
+        print("\n".join(visible(str(line)) for line in screen))
         if data.get("screen_note"):
-            print(f"egg: {data['screen_note']}", file=sys.stderr)
+            print(f"egg: {visible(str(data['screen_note']))}", file=sys.stderr)
         return 0
     if ns.json:
-        print(json.dumps(data, indent=2))
+        print(json_text(data))
         return 0
     for key in (
         "id",
@@ -214,7 +217,7 @@ def status_session(ns: argparse.Namespace, ctx: Context) -> int:
             value = " ".join(str(v) for v in value)
         elif key in ("uptime", "idle"):
             value = _duration(value)
-        print(f"{key:11} {value}")
+        print(f"{key:11} {visible(str(value))}")
     return 0
 
 
@@ -258,9 +261,9 @@ def rm_sessions(ns: argparse.Namespace, ctx: Context) -> int:
     ended, refused = housekeeping.removable(records)
     for record in ended:
         done = housekeeping.remove(record, with_history=ns.with_history)
-        print(f"session {record.paths.id}: {done}")
+        print(visible(f"session {record.paths.id}: {done}"))
     for line in refused:
-        print(f"egg: {line}", file=sys.stderr)
+        print(f"egg: {visible(line)}", file=sys.stderr)
     return 2 if refused else 0
 
 

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-
-def printable(text: str) -> str:
-    """``text`` as is, or escaped (``\\n``, ``\\x1b``, ``\\udcff``) when it holds anything a
-    terminal would act on or cannot show: a name chosen inside a sandbox (a host it asked for, a
-    path it tried) must not forge lines or send escape sequences to the user's terminal."""
-    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
+from egg_core.sanitize import visible
 
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    rows = [[printable(cell) for cell in row] for row in rows]
+    """Every cell through :func:`egg_core.sanitize.visible`: a name chosen inside a sandbox (a
+    host it asked for, a path it tried, a session's directory) must not forge lines or send
+    escape sequences to the user's terminal."""
+    rows = [[visible(cell) for cell in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in rows:
         for i, cell in enumerate(row):

@@ -1,12 +1,15 @@
-"""``egg tools [--json]``: every host tool the plugins define, where, its params, load errors."""
+"""``egg tools [--json]``: every host tool the plugins define, where, its params, load errors.
+
+Names, descriptions, sources and errors are printed through :func:`egg_core.sanitize.visible`
+(an error quotes what a file holds; a plugin's tools may come from anywhere)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from egg_core.cli.context import Context
+from egg_core.sanitize import json_text, visible
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -30,16 +33,16 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
             ],
             "errors": [{"source": source, "error": why} for source, why in found.errors],
         }
-        print(json.dumps(data, indent=2))
+        print(json_text(data))
         return 0
     if not found.tools and not found.errors:
-        print(f"no tools defined (put one per file in {home / 'tools'}/NAME.yaml)")
+        print(visible(f"no tools defined (put one per file in {home / 'tools'}/NAME.yaml)"))
     for name, tool in sorted(found.tools.items()):
         params = " ".join(p.name if p.required else f"[{p.name}]" for p in tool.params)
         mark = "enabled here" if name in enabled else "not enabled here"
-        print(f"{name} {params}".rstrip() + f"  ({mark}; {tool.source})")
+        print(visible(f"{name} {params}".rstrip() + f"  ({mark}; {tool.source})"))
         if tool.description:
-            print(f"    {tool.description}")
+            print(f"    {visible(tool.description)}")
     for source, why in found.errors:
-        print(f"egg: cannot load {source}: {why}", file=sys.stderr)
+        print(visible(f"egg: cannot load {source}: {why}"), file=sys.stderr)
     return 0

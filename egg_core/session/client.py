@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from egg_core.errors import EggError
+from egg_core.sanitize import visible, visible_bytes
 from egg_core.session import protocol as p
 from egg_core.session.store import SessionPaths, read_token
 
@@ -178,7 +179,9 @@ MAX_CARRY = 32
 
 
 def status_line(session: str, code: int | None, reason: str | None, detached: bool) -> str:
-    """The one line a client prints after it leaves, on a line of its own."""
+    """The one line a client prints after it leaves, on a line of its own (the reason may quote
+    what the sandbox said: shown through :func:`egg_core.sanitize.visible`)."""
+    reason = visible(reason) if reason else reason
     if detached:
         return f"[detached from session {session}; egg attach {session} to return]"
     if code is None:
@@ -282,7 +285,7 @@ def attach(
                         elif frame.type == p.EXIT:
                             result, reason = p.unpack_exit(frame.payload)
                         elif frame.type == p.NOTICE:
-                            pending.append(b"\r\n[egg] " + frame.payload + b"\r\n")
+                            pending.append(notice_bytes(frame.payload))
                     if pending:
                         chunk = pending[0] if len(pending) == 1 else b"".join(pending)
                         _write_all(out_fd, chunk)
@@ -301,6 +304,14 @@ def attach(
     if detached:
         return 0
     return 1 if result is None else result
+
+
+def notice_bytes(payload: bytes) -> bytes:
+    """A daemon's notice as the client writes it, on a line of its own between the program's
+    output: made visible here, where it is printed (it quotes what the sandbox asked for, and
+    must not reach the terminal as anything but text, whatever ``clipboard`` says)."""
+    text = visible_bytes(payload).encode()
+    return b"\r\n[egg] " + text + b"\r\n"
 
 
 def _split_detach(data: bytes, key: bytes, armed: bool) -> tuple[bytes, bool, bool]:

@@ -327,7 +327,11 @@ class Daemon(SessionStartup, SessionServing):
     def check_browser_requests(self) -> None:
         """Pick up URLs the sandbox's browser shim wrote. The sandbox owns that directory, so
         nothing is trusted: no symlink is followed, only a regular file is read (a FIFO would
-        block the event loop), and at most 64 KiB per tick."""
+        block the event loop), at most 64 KiB per tick, one request a line (a CR inside one is
+        shown, not obeyed), and the notice says it through :func:`egg_core.sanitize.visible`
+        (threat P: no escape sequence reaches a terminal this way, clipboard writes included)."""
+        from egg_core.sanitize import visible
+
         path = self.paths.shared / "browser-requests"
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -345,15 +349,16 @@ class Daemon(SessionStartup, SessionServing):
         if not data:
             return
         self.browser_offset += len(data)
-        for raw in data.decode(errors="replace").splitlines():
+        for raw in data.decode("utf-8", "surrogateescape").split("\n"):
             url = raw.strip()
             if not url:
                 continue
             with open(self.paths.browser_log, "a") as out:
                 out.write(json.dumps({"time": time.time(), "url": url}) + "\n")
+            notice = f"open in your browser: {visible(url)}".encode()
             for client in self.clients:
                 if client.attached:
-                    client.send(p.NOTICE, f"open in your browser: {url}".encode())
+                    client.send(p.NOTICE, notice)
 
     def resize(self, rows: int, cols: int) -> None:
         if (rows, cols) == (self.rows, self.cols):

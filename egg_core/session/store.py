@@ -232,10 +232,14 @@ def find_session(egg_home: Path, ident: str) -> SessionPaths:
 
 
 def log(paths: SessionPaths, message: str) -> None:
-    """One time-stamped line in the session's own log (``egg.log``)."""
+    """One time-stamped entry in the session's own log (``egg.log``), which a user reads in a
+    terminal and egg quotes in errors: the message (a path, what the sandbox said) goes through
+    :func:`egg_core.sanitize.visible`, its lines kept (a traceback)."""
+    from egg_core.sanitize import visible
+
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-    with open(paths.log, "a") as handle:
-        handle.write(f"{stamp} {message}\n")
+    with open(paths.log, "a", encoding="utf-8") as handle:
+        handle.write(f"{stamp} {visible(message, multiline=True)}\n")
 
 
 def now() -> float:
