@@ -55,8 +55,12 @@ def find_layout(starts: Iterable[str]) -> Layout:
     found = _Walk()
     for start in starts:
         top = _enclosing_worktree(start, found.probed)
-        if top is not None:
+        if top is None:
+            continue
+        if os.path.lexists(os.path.join(top, ".git")):
             found.repository(top, 0)
+        else:
+            found.bare(top)
     return Layout(
         dotgits=tuple(found.dotgits),
         gitdirs=tuple(found.gitdirs),
@@ -68,12 +72,23 @@ def find_layout(starts: Iterable[str]) -> Layout:
     )
 
 
+#: what a directory holds when git takes it for a git directory itself (a bare repository)
+GIT_DIR_MARKERS = ("HEAD", "objects", "refs")
+
+
 def _enclosing_worktree(start: str, probed: list[str]) -> str | None:
+    """The directory git settles on, walking up from ``start`` as git's discovery does: at each
+    level first ``.git``, then the directory itself when it is a git directory (``HEAD``,
+    ``objects``, ``refs``: a bare repository, which git uses before looking further up)."""
     current = os.path.normpath(start)
     while True:
         candidate = os.path.join(current, ".git")
         probed.append(candidate)
         if os.path.lexists(candidate):
+            return current
+        markers = [os.path.join(current, name) for name in GIT_DIR_MARKERS]
+        probed.extend(markers)
+        if is_git_directory(current):
             return current
         parent = os.path.dirname(current)
         if parent == current:
@@ -90,6 +105,19 @@ class _Walk:
     indexes: list[str] = attrs.Factory(list)
     worktree_lists: list[str] = attrs.Factory(list)
     skipped: int = 0
+
+    def bare(self, directory: str) -> None:
+        """A bare repository (or a git directory git was started in): its own git directory."""
+        gitdir = os.path.realpath(directory)
+        if gitdir in self.gitdirs:
+            return
+        if len(self.gitdirs) >= MAX_REPOSITORIES:
+            self.skipped += 1
+            return
+        self.gitdirs.append(gitdir)
+        common = common_dir(gitdir)
+        if common not in self.commons:
+            self.commons.append(common)
 
     def repository(self, worktree: str, nesting: int) -> None:
         dotgit = os.path.join(worktree, ".git")
@@ -122,6 +150,16 @@ class _Walk:
             self.probed.append(os.path.join(sub, ".git"))
             if os.path.lexists(os.path.join(sub, ".git")):
                 self.repository(sub, nesting + 1)
+
+
+def is_git_directory(path: str) -> bool:
+    """Whether git would take ``path`` itself for a git directory (more than git checks — HEAD's
+    content — is not needed: taking one too many for a repository only audits it)."""
+    return (
+        os.path.isfile(os.path.join(path, "HEAD"))
+        and os.path.isdir(os.path.join(path, "objects"))
+        and os.path.isdir(os.path.join(path, "refs"))
+    )
 
 
 def resolve_dotgit(dotgit: str) -> str | None:

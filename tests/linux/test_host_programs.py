@@ -47,6 +47,24 @@ def test_a_repository_initialised_inside_runs_nothing_in_a_tool_calling_git(box:
     assert "fsmonitor" not in (box.workspace / ".git" / "config").read_text()
 
 
+def test_a_workspace_turned_into_a_bare_repository_runs_nothing_on_the_host(box: Box) -> None:
+    """git takes a directory holding HEAD, objects and refs for a git directory before it looks
+    for ``.git`` further up: the audit must find it the same way."""
+    with_git_tool(box)
+    result = box.exec(
+        "sh",
+        "-c",
+        "git init -q --bare . && git config core.bare false && "
+        f"git config core.worktree \"$PWD\" && git config {MONITOR} '{mark(box)}' && "
+        "gitstatus; echo code=$?",
+    )
+
+    assert "code=0" in result.stdout, result.stderr
+    assert not box.witness("PWNED").exists(), "the tool's git ran a bare repository's fsmonitor"
+    assert "git: dropped core.fsmonitor" in result.stderr
+    assert_host_git_runs_nothing(box)
+
+
 def test_a_staged_nested_repository_runs_nothing_in_a_tool_calling_git(box: Box) -> None:
     make_repo(box)
     with_git_tool(box)
