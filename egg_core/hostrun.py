@@ -6,6 +6,9 @@ configuration the sandbox wrote. What git executes comes from the repository it 
 (``core.fsmonitor``, hooks, aliases…) and any program comes from PATH, so two rules hold for every
 such program, by construction rather than by a list of bad places:
 
+- **The sandbox paused.** While the audit and the program run, every process of the sandbox is
+  stopped (:mod:`egg_core.pause`): it owns the repositories it made and could otherwise put a
+  ``core.fsmonitor`` back between the audit and git's read of it.
 - **The same audit first.** Before the program starts, every repository git would reach from
   where it runs is audited by :func:`egg_core.gitguard.check` — the code that runs after every
   run — synchronously, so a session's one-second audit interval is no window. What it removes is
@@ -21,9 +24,10 @@ its tool calls and its end, so that audits never overlap.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +98,10 @@ class RunGuard:
         self._said = said
         self._lock = threading.Lock()
         self._unsafe_said: set[str] = set()
+        self._sandbox: int | None = None
+        self._pause_lock = threading.Lock()
+        self._holders = 0
+        self._stopped: list[int] = []
 
     def audit(self, starts: Iterable[str] = ()) -> tuple[list[str], list[str]]:
         """Audit now: (every line, the lines saying what could not be made safe). Never
@@ -126,12 +134,46 @@ class RunGuard:
                 self._said(line)
         return shown, unsafe
 
-    def before(self, what: str, cwd: str) -> Preflight:
-        """Audit before ``what`` starts in ``cwd``; refused when that could not be made safe."""
-        lines, unsafe = self.audit(starts=[os.path.abspath(cwd)])
-        if unsafe:
-            return Preflight(
-                tuple(lines),
-                f"{what} refused: git could run what the sandbox wrote ({unsafe[0]})",
-            )
-        return Preflight(tuple(lines))
+    def set_sandbox(self, pid: int | None) -> None:
+        """The launch's process (its descendants are the sandbox); None once it has ended."""
+        self._sandbox = pid
+
+    @contextlib.contextmanager
+    def holding(self, what: str, cwd: str) -> Iterator[Preflight]:
+        """For the length of the block, in which ``what`` runs in ``cwd`` on the host: the
+        sandbox paused (:mod:`egg_core.pause`: nothing it does can race the audit or the
+        program), and the audit done first. The block gets a :class:`Preflight` whose
+        ``refused`` says why ``what`` must not start, when it must not."""
+        from egg_core.pause import PauseFailed
+
+        try:
+            self._pause()
+        except PauseFailed as exc:
+            yield Preflight((), f"{what} refused: the sandbox could not be paused ({exc})")
+            return
+        try:
+            lines, unsafe = self.audit(starts=[os.path.abspath(cwd)])
+            refused = None
+            if unsafe:
+                refused = f"{what} refused: git could run what the sandbox wrote ({unsafe[0]})"
+            yield Preflight(tuple(lines), refused)
+        finally:
+            self._resume()
+
+    def _pause(self) -> None:
+        """Paused once however many programs run at a time; resumed when the last ends."""
+        from egg_core.pause import pause
+
+        with self._pause_lock:
+            if self._holders == 0 and self._sandbox is not None:
+                self._stopped = pause(self._sandbox)
+            self._holders += 1
+
+    def _resume(self) -> None:
+        from egg_core.pause import resume
+
+        with self._pause_lock:
+            self._holders -= 1
+            if self._holders == 0:
+                stopped, self._stopped = self._stopped, []
+                resume(stopped)

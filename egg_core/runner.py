@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from typing import Any
 
 from egg_core.errors import EggError
@@ -54,12 +55,15 @@ def popen_sandbox(prepared: Prepared, **kwargs: Any) -> subprocess.Popen[bytes]:
             os.close(real)
 
 
-def run_foreground(prepared: Prepared, *, tty: bool) -> int:
+def run_foreground(
+    prepared: Prepared, *, tty: bool, on_spawn: Callable[[int | None], None] | None = None
+) -> int:
     """Spawn, wait, clean up; return the command's exit code (128+N for signal N).
 
     A sandbox that fails before the command starts is exit code 125, with the sandbox's own
     reason in egg's one line — or :class:`RetryLaunch` when the platform says to prepare it again
-    (see :mod:`egg_core.spawn` for how signals travel).
+    (see :mod:`egg_core.spawn` for how signals travel). ``on_spawn`` gets the launch's pid once
+    it runs, and None once it has ended.
     """
     with prepared:
         procs: list[subprocess.Popen[bytes]] = []
@@ -85,7 +89,13 @@ def run_foreground(prepared: Prepared, *, tty: bool) -> int:
                 if not procs:
                     os.close(pipe[0])
         prepared.spawned()
-        returncode = supervise(pid, procs[0].wait, tty=tty, command_pid=prepared.child_pid)
+        if on_spawn is not None:
+            on_spawn(pid)
+        try:
+            returncode = supervise(pid, procs[0].wait, tty=tty, command_pid=prepared.child_pid)
+        finally:
+            if on_spawn is not None:
+                on_spawn(None)
         said = setup_errors(pipe[0]) if pipe is not None else ""
         if prepared.command_exit_code(returncode) is None and prepared.should_retry(said):
             raise RetryLaunch(said)

@@ -190,14 +190,14 @@ class ToolServer:
         found, problems = self.tools().enabled([name])
         if problems:
             return {"error": problems[0], "exit_code": 2}
-        said = ""
-        if self.guard is not None:
-            where = self.caller.workspace or os.environ.get("HOME") or "/"
-            preflight = self.guard.before(f"tool {name}", where)
+        if self.guard is None:
+            return self.runner.call(found[name], args, self.caller).to_json()
+        where = self.caller.workspace or os.environ.get("HOME") or "/"
+        with self.guard.holding(f"tool {name}", where) as preflight:
             said = "".join(f"egg: {line}\n" for line in preflight.lines)
             if preflight.refused is not None:
                 return {"error": preflight.refused, "exit_code": REFUSED, "stderr": said}
-        answer = self.runner.call(found[name], args, self.caller).to_json()
+            answer = self.runner.call(found[name], args, self.caller).to_json()
         answer["stderr"] = said + str(answer.get("stderr") or "")
         return answer
 

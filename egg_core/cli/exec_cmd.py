@@ -110,7 +110,7 @@ def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
         )
         window = windows.open_window(str(plan.egg_home), *plan.write_window())
         try:
-            return _launch(ns, ctx, command, plan, launch, cwd)
+            return _launch(ns, ctx, command, plan, launch, cwd, guard)
         finally:
             windows.close_window(str(plan.egg_home), window)
             for line in guard.audit()[0]:
@@ -121,7 +121,13 @@ def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
 
 
 def _launch(
-    ns: argparse.Namespace, ctx: Context, command: list[str], plan: Any, launch: Any, cwd: Path
+    ns: argparse.Namespace,
+    ctx: Context,
+    command: list[str],
+    plan: Any,
+    launch: Any,
+    cwd: Path,
+    guard: Any,
 ) -> int:
     """Prepare and run; prepared again (up to MAX_ATTEMPTS) when the sandbox failed before the
     command started because the host changed under it — a host socket it was to mask vanished
@@ -135,7 +141,7 @@ def _launch(
         if prepared.recipe is not None and attempt == 0:
             remember(ctx, plan, prepared, cwd)
         try:
-            return run_foreground(prepared, tty=ns.tty)
+            return run_foreground(prepared, tty=ns.tty, on_spawn=guard.set_sandbox)
         except RetryLaunch as retry:
             said = str(retry)
     raise EggError(

@@ -248,6 +248,7 @@ class SessionStartup:
         self.setup_read = pipe[0] if pipe is not None else None
         prepared.spawned()
         self.child_pid = prepared.child_pid() or self.proc.pid
+        self.guard.set_sandbox(self.proc.pid)  # paused while a host tool runs (hostrun)
 
     def respawn(self) -> None:
         """Prepare the launch again and start it: its set-up failed because the host changed

@@ -121,6 +121,37 @@ def test_a_tool_call_is_refused_when_the_repositories_cannot_all_be_audited(box:
     assert not box.witness("PWNED").exists()
 
 
+def test_a_sandbox_that_plants_again_while_the_tool_runs_cannot_win_the_race(box: Box) -> None:
+    """The sandbox keeps running while it waits for its tool: a loop puts the fsmonitor back
+    right after each audit. It is paused for the audit and the tool's git, so it never wins."""
+    with_git_tool(box)
+    loop = f"while :; do git config {MONITOR} '{mark(box)}'; done"
+    calls = " ".join(["gitstatus >/dev/null 2>&1;"] * 20)
+    result = box.exec(
+        "sh", "-c", f"git init -q . && ({loop}) & sleep 0.3; {calls} kill $!; echo done"
+    )
+
+    assert "done" in result.stdout, result.stderr
+    assert not box.witness("PWNED").exists(), "the sandbox won the race against the audit"
+
+
+def test_a_sandbox_is_paused_while_its_tool_runs_and_carries_on_after(box: Box) -> None:
+    with_git_tool(box, run="sleep 1")
+    result = box.exec(
+        "sh",
+        "-c",
+        "(while :; do echo x >> ticks; sleep 0.01; done) & p=$!; sleep 0.3; "
+        "a=$(wc -l < ticks); gitstatus; b=$(wc -l < ticks); sleep 0.5; c=$(wc -l < ticks); "
+        'kill $p; echo "during=$((b-a)) after=$((c-b))"',
+    )
+
+    assert result.returncode == 0, result.stderr
+    counts = {k: int(v) for k, v in (part.split("=") for part in result.stdout.split())}
+    # ~100 ticks a second when running; the few before the pause are the client starting up
+    assert counts["during"] < 30, counts
+    assert counts["after"] >= 10, counts
+
+
 def test_a_session_audits_before_a_tool_call_not_a_second_later(box: Box) -> None:
     """Plant and call at once: the periodic audit's window must not matter."""
     with_git_tool(box)
