@@ -207,7 +207,7 @@ def check(
     writable = pathrules.writable_under([(str(r[0]), str(r[1])) for r in state.get("ruled", ())])
     known = set(state.get("known", ()))
     layout = find_layout([*state.get("starts", ()), *extra])
-    quarantine = Quarantine(egg_home, "git")
+    quarantine = Quarantine(egg_home, "git", writable)
     if git is None:
         from egg_core.paths import host_which
 

@@ -117,7 +117,9 @@ class RunGuard:
                     found = gitguard.check(self.git_state, self.egg_home, starts=starts)
                     lines += found.lines
                     unsafe += found.unsafe
-                quarantine = Quarantine(self.egg_home, "agent code")
+                ruled = (self.git_state or {}).get("ruled", ())
+                writable = pathrules.writable_under([(str(r[0]), str(r[1])) for r in ruled])
+                quarantine = Quarantine(self.egg_home, "agent code", writable)
                 lines += settings_code.take_new_code_dirs(
                     self.code_watch, self.egg_home, quarantine
                 )

@@ -12,15 +12,22 @@ import errno
 import os
 import stat
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 
 class Quarantine:
     """``$EGG_HOME/quarantine/<time>-<pid>/``: where removed files go, for the user to read."""
 
-    def __init__(self, egg_home: Path, label: str) -> None:
+    def __init__(
+        self, egg_home: Path, label: str, writable: Callable[[str], bool] | None = None
+    ) -> None:
         self.root = egg_home / "quarantine"
         self.label = label
+        #: whether the sandbox could write in a directory (its rules): a symlink found there on
+        #: the way to what is taken was made by the sandbox, and is what gets taken (None: no
+        #: symlink on the way is followed)
+        self.writable = writable
         self._dir: Path | None = None
         #: what could not be taken away (also among the lines :meth:`take` returned): the
         #: guard that asked has not made its place safe
@@ -38,14 +45,48 @@ class Quarantine:
     def destination(self, path: str) -> Path:
         return self.directory / path.strip("/").replace("/", "%")
 
+    def locate(self, path: str) -> str | None:
+        """What taking ``path`` takes, as a real path; None when nothing is there.
+
+        Walking down from ``/``, a symlink in a directory the sandbox cannot write is the
+        user's own and is followed; the first symlink (or file where a directory belongs) in
+        one it can write was planted — ``./.claude`` pointing at the user's ``~/victim`` — and
+        is taken itself, never what it points at."""
+        current = "/"
+        parts = [part for part in path.split("/") if part]
+        for index, part in enumerate(parts):
+            candidate = os.path.join(current, part)
+            try:
+                st = os.lstat(candidate)
+            except OSError:
+                return None
+            if index == len(parts) - 1:
+                return candidate
+            planted = self.writable is None or self.writable(current)
+            if stat.S_ISLNK(st.st_mode):
+                if planted:
+                    return candidate
+                current = os.path.realpath(candidate)
+                continue
+            if not stat.S_ISDIR(st.st_mode):
+                return candidate if planted else None
+            current = candidate
+        return None
+
     def take(self, path: str, why: str) -> str:
-        """Move ``path`` (never followed if it is a symlink) into the quarantine."""
-        target = self.destination(path)
+        """Move ``path`` into the quarantine: what :meth:`locate` finds there (never a symlink's
+        target), through descriptors."""
+        found = self.locate(path)
+        if found is None:
+            return f"{self.label}: {path} ({why}) was gone before it could be removed"
+        if found != path:
+            why = f"{why}; {found} stood on the way to {path}"
+        target = self.destination(found)
         try:
-            _move(path, target)
+            _move(found, target)
         except OSError as exc:
-            return self.failure(f"{self.label}: could not remove {path} ({why}): {exc.strerror}")
-        return f"{self.label}: removed {path}: {why} (kept in {target})"
+            return self.failure(f"{self.label}: could not remove {found} ({why}): {exc.strerror}")
+        return f"{self.label}: removed {found}: {why} (kept in {target})"
 
     def failure(self, line: str) -> str:
         """Record that something could not be made safe; ``line`` says what."""
@@ -62,7 +103,7 @@ def _move(source: str, target: Path) -> None:
     from egg_core.hostfs import make_writable, open_directory, remove_at
 
     name = os.path.basename(source)
-    parent = os.path.realpath(os.path.dirname(source) or "/")  # the user's own links stay
+    parent = os.path.dirname(source) or "/"  # a real path (Quarantine.locate)
     parent_fd = open_directory(parent, {}, [], create=False)
     if parent_fd is None:
         raise FileNotFoundError(2, os.strerror(2), source)

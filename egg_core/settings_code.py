@@ -87,10 +87,11 @@ def take_new_code_dirs(
     """After a run: move each code directory in ``paths`` that now exists (the sandbox made
     it) to the quarantine (``quarantine``'s ``failed`` says what could not be moved); one line
     each."""
-    found = [path for path in paths if os.path.lexists(path)]
+    quarantine = quarantine or Quarantine(Path(egg_home), "agent code")
+    # as the quarantine finds it: a symlink the sandbox put on the way is what is there
+    found = [path for path in paths if quarantine.locate(path) is not None]
     if not found:
         return []
-    quarantine = quarantine or Quarantine(Path(egg_home), "agent code")
     return [
         quarantine.take(path, "created in the sandbox; the agent would load it") for path in found
     ]

@@ -221,3 +221,21 @@ def test_the_host_git_after_such_a_run_still_runs_nothing(box: Box) -> None:
     with_git_tool(box)
     box.exec("sh", "-c", f"git init -q . && git config {MONITOR} '{mark(box)}' && gitstatus")
     assert_host_git_runs_nothing(box)
+
+
+def test_a_symlink_planted_where_a_code_directory_was_missing_is_taken_not_its_target(
+    box: Box,
+) -> None:
+    """``./.claude`` did not exist: a sandbox that makes it a link to the user's own directory
+    must not get the after-run quarantine to move that directory's ``skills`` and ``commands``."""
+    for name in ("skills", "commands"):
+        box.write(box.home / "victim" / name / "keep.md", "the user's own\n")
+    result = box.exec(
+        "sh", "-c", f"ln -s {box.home / 'victim'} .claude", options=["--agent", "claude"]
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert (box.home / "victim" / "skills" / "keep.md").read_text() == "the user's own\n"
+    assert (box.home / "victim" / "commands" / "keep.md").exists()
+    assert not (box.workspace / ".claude").is_symlink()
+    assert "removed" in result.stderr and ".claude" in result.stderr
