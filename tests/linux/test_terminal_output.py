@@ -151,6 +151,9 @@ def transcript(ident: str) -> str:
 
 def test_a_hostile_transcript_and_the_end_of_its_session_are_shown_visibly(box: Box) -> None:
     make_repo(box)
+    # an existing state file, so that egg reverts the key (a file the run created with only
+    # a command in it is removed whole, and says so without the key's name)
+    box.write(".claude.json", '{"numStartups": 1}\n')
     script = (
         FAKE_CLAUDE.replace("TRANSCRIPT", repr(transcript("@IDENT@")))
         .replace("HOSTILE", repr(CORPUS))
@@ -227,6 +230,7 @@ def test_a_browser_open_request_is_shown_visibly_with_the_clipboard_off(box: Box
 
 def test_what_egg_exec_put_back_is_said_visibly(box: Box) -> None:
     make_repo(box)
+    box.write(".claude.json", '{"numStartups": 1}\n')  # so the key is reverted, not the file
     plant = f"{PLANT_GIT} && printf '%s' \"$2\" > ~/.claude.json"
     settings = {"projects": {"P\x1b]0;t\x07": {"mcpServers": {"x": {"command": "true"}}}}}
 
