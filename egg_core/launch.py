@@ -417,15 +417,17 @@ def plan_launch(
 
 
 def _plugin_code(pm: Any, protected: Sequence[FsEntry]) -> list[FsEntry]:
-    """Every plugin distribution's code (egg_core.plugincode) that no protection covers yet."""
-    from egg_core.plugincode import plugin_code
+    """Every plugin distribution's code and every directory egg's Python imports from
+    (egg_core.plugincode) that no protection covers yet."""
+    from egg_core.plugincode import import_path, plugin_code
 
     covered = [e.path for e in protected if e.mode in ("deny", "deny-write")]
-    return [
-        entry
-        for entry in plugin_code(getattr(pm, "entry_points", ()))
-        if not any(pathrules.under(entry.path, root) for root in covered)
-    ]
+    added: list[FsEntry] = []
+    for entry in [*import_path(), *plugin_code(getattr(pm, "entry_points", ()))]:
+        if not any(pathrules.under(entry.path, root) for root in covered):
+            added.append(entry)
+            covered.append(entry.path)
+    return added
 
 
 def after_run(

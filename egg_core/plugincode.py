@@ -17,6 +17,11 @@ a list of places:
   locates without importing): for an editable install that is the source tree, whether a ``.pth``
   path or an editable finder's mapping leads there.
 
+And every directory egg's own Python imports from (:func:`import_path`): ``importlib.metadata``
+finds entry points in each of them, so a ``*.dist-info`` a sandbox wrote into one — the source
+tree a ``.pth`` of an editable install puts there, a user site directory under a writable home —
+would be a new plugin, and a module written there one that some import finds.
+
 Every path is looked at through :mod:`egg_core.observe`, so the exec cache notices a change.
 """
 
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from collections.abc import Iterable, Iterator
 from importlib import metadata
 from typing import Any
@@ -49,6 +55,19 @@ def plugin_code(records: Iterable[Any]) -> list[FsEntry]:
         for path in distribution_paths(name, modules[name]):
             entries.setdefault(path, FsEntry("deny-write", path, why))
     return list(entries.values())
+
+
+def import_path() -> list[FsEntry]:
+    """The directories (and zip files) on this Python's ``sys.path``, as they are now."""
+    why = f"{EGG_SOURCE}: egg's Python imports from here (a module or plugin here runs on the host)"
+    found: dict[str, FsEntry] = {}
+    for entry in sys.path:
+        if not entry or not os.path.isabs(entry):
+            continue  # the current directory: egg's entry points take it off (python -P)
+        real = observe.realpath(entry)
+        if observe.lexists(real):
+            found.setdefault(real, FsEntry("deny-write", real, why))
+    return list(found.values())
 
 
 def distribution_paths(name: str, modules: Iterable[str] = ()) -> list[str]:

@@ -123,3 +123,27 @@ def test_explain_lists_each_plugins_code_under_its_protections(
     assert "code of the plugin planted (egg-planted-example)" in ours[0]["source"]
     table = box.run("explain", egg=egg).stdout
     assert "code of the plugin planted" in table
+
+
+@pytest.mark.parametrize("plugin_env", ["pth"], indirect=True)
+def test_a_new_plugin_cannot_be_planted_where_egg_imports_from(
+    box: Box, plugin_env: tuple[str, Path]
+) -> None:
+    """A ``.pth`` puts the editable source on ``sys.path``, and entry points are found in every
+    ``sys.path`` directory: a ``*.dist-info`` written there would be a plugin the host loads."""
+    egg, module = plugin_env
+    source = module.parent
+    mark = box.witness("PWNED")
+    attack = box.exec(
+        "sh",
+        "-c",
+        f"cd {source} && mkdir evil-0.dist-info && "
+        "printf 'Metadata-Version: 2.1\\nName: evil\\nVersion: 0\\n' > evil-0.dist-info/METADATA && "
+        "printf '[egg]\\nevil = evilmod\\n' > evil-0.dist-info/entry_points.txt && "
+        f"printf 'open(%s, \"w\").close()\\n' \"'{mark}'\" > evilmod.py; echo code=$?",
+        egg=egg,
+    )
+
+    assert "code=0" not in attack.stdout, attack.stdout + attack.stderr
+    assert "evil" not in loaded(box, egg)
+    assert not mark.exists(), "the host loaded a plugin the sandbox planted"
