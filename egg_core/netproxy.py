@@ -162,9 +162,11 @@ class FilteringProxy:
     # -- serving
 
     async def start(self, proxy_socket: Path, port_sockets: dict[int, Path]) -> None:
+        from egg_core.paths import bound_unix_socket
+
         self._servers.append(
             await asyncio.start_unix_server(
-                self._bounded(self._handle_proxy), path=str(proxy_socket)
+                self._bounded(self._handle_proxy), sock=bound_unix_socket(proxy_socket)
             )
         )
         for port, path in port_sockets.items():
@@ -175,7 +177,9 @@ class FilteringProxy:
                 await self._handle_forward(r, w, p)
 
             self._servers.append(
-                await asyncio.start_unix_server(self._bounded(forward), path=str(path))
+                await asyncio.start_unix_server(
+                    self._bounded(forward), sock=bound_unix_socket(path)
+                )
             )
         for path in [proxy_socket, *port_sockets.values()]:
             os.chmod(path, 0o600)

@@ -7,6 +7,10 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import socket
+
 
 def user_home(environ: Mapping[str, str] | None = None) -> Path:
     """``$HOME``, falling back to the password database when it is unset."""
@@ -112,11 +116,36 @@ def socket_fits(path: Path) -> bool:
 
 
 def socket_directory(preferred: Path, longest_name: str, prefix: str) -> Path | None:
-    """None when a socket named up to ``longest_name`` fits in ``preferred``; else a fresh
-    private (0700) directory in the temporary directory, whose path is short, for the caller to
-    use and remove (a deep ``$EGG_HOME`` must not make a launch fail)."""
-    if socket_fits(preferred / longest_name):
+    """None when a socket named up to ``longest_name`` can be bound in ``preferred`` (it fits,
+    or :func:`bound_unix_socket` binds it through ``/proc/self/fd``); else — no ``/proc``, a
+    deep ``$EGG_HOME`` on macOS — a fresh private (0700) directory in the temporary directory,
+    whose path is short, for the caller to use and remove."""
+    if socket_fits(preferred / longest_name) or os.path.isdir("/proc/self/fd"):
         return None
     import tempfile
 
     return Path(tempfile.mkdtemp(prefix=prefix))
+
+
+def bound_unix_socket(path: Path) -> socket.socket:
+    """A stream socket bound at ``path``, however deep: a path too long for ``sun_path`` is
+    bound through a descriptor of its directory (``/proc/self/fd/N/NAME``, which the kernel
+    resolves to the directory itself), so the socket stays where egg keeps it — in
+    ``$EGG_HOME``, hidden from every sandbox — rather than in a short directory of ``/tmp``
+    that another sandbox could be given."""
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        if socket_fits(path):
+            sock.bind(str(path))
+            return sock
+        fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            sock.bind(f"/proc/self/fd/{fd}/{path.name}")
+        finally:
+            os.close(fd)
+        return sock
+    except BaseException:
+        sock.close()
+        raise

@@ -30,7 +30,7 @@ import attrs
 
 from egg_core import toolclient
 from egg_core.hostrun import RunGuard
-from egg_core.paths import socket_directory
+from egg_core.paths import bound_unix_socket, socket_directory
 from egg_core.toolrunner import Caller, ToolRunner, unusable_argument
 from egg_core.tools import ToolSet
 
@@ -104,10 +104,9 @@ class ToolServer:
 
     def start(self) -> ToolServer:
         self.prepare()
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()
-        listener.bind(str(self.socket_path))
+        listener = bound_unix_socket(self.socket_path)
         os.chmod(self.socket_path, 0o600)
         listener.listen(64)
         self._listener = listener

@@ -36,7 +36,7 @@ from egg_core import pathrules
 from egg_core import sandbox as caps
 from egg_core.errors import EnforcementError
 from egg_core.hookspecs import RegisterPlatform, hookimpl
-from egg_core.paths import host_which, socket_directory
+from egg_core.paths import host_which
 from egg_core.policy import NEED_FILTERED, NEED_FULL, NEED_NONE, EffectivePolicy
 from egg_core.sandbox import Availability, Check, Launch, Platform, Prepared
 
@@ -415,11 +415,9 @@ class LinuxNamespaces(Platform):
         )
         from egg_core.netrules import NetworkRules
 
+        # in the run's own directory however deep $EGG_HOME is (the proxy binds through
+        # /proc/self/fd when the path is too long for a socket): never in a shared /tmp
         net_dir = launch.work_dir / "net"
-        short = socket_directory(net_dir, "port-65535.sock", "egg-net-")
-        if short is not None:  # a deep $EGG_HOME: unix socket paths have about 108 bytes
-            net_dir = short
-            prepared.add_cleanup(lambda: shutil.rmtree(short, ignore_errors=True))
         net_dir.mkdir(mode=0o700, exist_ok=True)
         shutil.copyfile(BRIDGE, net_dir / "bridge.py")
         proxy_sock = None

@@ -854,3 +854,25 @@ def test_observe_mode_never_dials_a_name_that_resolves_to_a_private_address(
     assert found["status"] == 403 and server.hits == []
     (record,) = log_lines(log)
     assert record["decision"] == "deny" and "non-public address 10.1.2.3" in record["reason"]
+
+
+def test_a_deep_egg_home_keeps_the_proxys_sockets_out_of_tmp(box: Box, listen: Listen) -> None:
+    """Too deep for a socket's path: the proxy binds through /proc/self/fd in the run's own
+    directory (hidden from every sandbox), never in a /tmp directory another sandbox could be
+    given with rw:/tmp."""
+    server = listen(socket.AF_INET, ("127.0.0.1", 0), echo=True)
+    deep = box.mkdir(box.home / ("d" * 100), mode=0o700)
+    before = {p for p in os.listdir("/tmp") if p.startswith("egg-")}
+
+    found = box.probe(
+        PROXY + "mounted = [l.split()[3] for l in open('/proc/self/mountinfo')"
+        " if l.split()[4] == '/run/egg-net']\n"
+        "report(mounted=mounted, **via_proxy('api.example.com:443', b'deep'))",
+        config=POLICIES["allowlist"],
+        env={"EGG_HOME": str(deep), **seam(("api.example.com", PUBLIC, server.port))},
+    )
+
+    assert (found["status"], found["reply"]) == (200, "pong:deep")
+    # where the sockets live on the host: the bind mount's source, as the kernel says
+    assert found["mounted"] and all(str(deep) in m for m in found["mounted"]), found
+    assert {p for p in os.listdir("/tmp") if p.startswith("egg-")} <= before

@@ -108,6 +108,14 @@ def test_a_deep_egg_home_still_gets_its_tools(box: Box) -> None:
 
     assert result.returncode == 0 and result.stdout == "hi deep\n", result.stderr
     assert session.returncode == 0, session.stderr
+    # the socket stays in the run's own directory under $EGG_HOME (bound through
+    # /proc/self/fd), not in a /tmp directory another sandbox could be given with rw:/tmp
+    mounted = box.probe(
+        "report(m=[l.split()[3] for l in open('/proc/self/mountinfo')"
+        " if l.split()[4] == '/run/egg-tools'])",
+        env=env,
+    )["m"]
+    assert mounted and all(str(deep) in m for m in mounted), mounted
 
 
 def test_an_egg_home_too_deep_for_a_sessions_socket_is_one_line(box: Box) -> None:
