@@ -111,6 +111,26 @@ def protections(layout: Layout, writable: Writable) -> list[FsEntry]:
     return list(dict.fromkeys(entries))
 
 
+def pointer_protections(layout: Layout, home: str, writable: Writable) -> list[FsEntry]:
+    """What the configuration git reads here names in places the sandbox could write
+    (:mod:`egg_core.gitpointers`): read-only for the run; a missing hooks directory or included
+    file whose directory exists is held by an empty one."""
+    from egg_core import gitpointers
+    from egg_core.paths import host_which
+
+    pointed = gitpointers.pointers(layout, home, host_which("git"))
+    entries = []
+    for path, why, hooks in gitpointers.sandbox_writable(pointed, writable):
+        source = f"{SOURCE}: {why}"
+        if observe.lexists(path):
+            entries.append(FsEntry("deny-write", path, source))
+        elif observe.isdir(os.path.dirname(path)):
+            entries.append(
+                FsEntry("deny-write", path, source, seed=SEED_DIRECTORY if hooks else "")
+            )
+    return entries
+
+
 @attrs.frozen
 class GitGuard:
     """What one launch needs from the guard: its protections, and the state to audit against."""
@@ -129,6 +149,7 @@ def plan(policy: EffectivePolicy, ruled: list[tuple[str, str]]) -> GitGuard:
         e.path for e in policy.fs if e.mode in pathrules.WRITABLE_MODES and observe.isdir(e.path)
     ]
     layout = find_layout(dict.fromkeys(starts))
+    entries = protections(layout, writable) + pointer_protections(layout, policy.home, writable)
     watch = watch_facts(layout)
     state = {
         "starts": list(dict.fromkeys(starts)),
@@ -140,7 +161,7 @@ def plan(policy: EffectivePolicy, ruled: list[tuple[str, str]]) -> GitGuard:
     }
     # what the layout search looked at is this launch's business too (the exec cache's facts)
     observe.extend(watch)
-    return GitGuard(tuple(protections(layout, writable)), state)
+    return GitGuard(tuple(dict.fromkeys(entries)), state)
 
 
 def watch_facts(layout: Layout) -> list[Fact]:

@@ -239,3 +239,35 @@ def test_a_symlink_planted_where_a_code_directory_was_missing_is_taken_not_its_t
     assert (box.home / "victim" / "commands" / "keep.md").exists()
     assert not (box.workspace / ".claude").is_symlink()
     assert "removed" in result.stderr and ".claude" in result.stderr
+
+
+@pytest.mark.parametrize("pointer", ["hooks path", "include", "named command"])
+def test_what_the_users_own_git_config_points_at_in_the_workspace_runs_nothing(
+    box: Box, pointer: str
+) -> None:
+    """The repository's config is read-only for the run, but it points into the workspace:
+    husky's ``core.hooksPath = .husky/_``, an ``include.path``, a command named by path."""
+    make_repo(box)
+    from tests.linux.test_git_persistence import host_git
+
+    if pointer == "hooks path":
+        box.mkdir(box.workspace / ".husky")
+        host_git(box, "config", "core.hooksPath", ".husky/_")
+        attack = f"mkdir -p .husky/_ && printf '#!/bin/sh\\n{mark(box)}\\n' > .husky/_/pre-commit"
+        attack += " && chmod +x .husky/_/pre-commit"
+    elif pointer == "include":
+        box.write(box.workspace / "shared.gitconfig", "[user]\n\tname = Shared\n")
+        host_git(box, "config", "include.path", "../shared.gitconfig")
+        attack = f"printf '[core]\\n\\tfsmonitor = \"{mark(box)}\"\\n' >> shared.gitconfig"
+    else:
+        box.write(box.workspace / "tools" / "textconv", "#!/bin/sh\ncat \"$1\"\n", 0o755)
+        host_git(box, "config", "diff.txt.textconv", "tools/textconv")
+        box.write(box.workspace / ".gitattributes", "*.txt diff=txt\n")
+        attack = f"printf '#!/bin/sh\\n{mark(box)}\\ncat \"$1\"\\n' > tools/textconv"
+    with_git_tool(box, run="echo change >> file.txt; git diff >/dev/null; git commit -qam tool")
+
+    result = box.exec("sh", "-c", f"{attack}; echo planted=$?; gitstatus; echo code=$?")
+
+    assert "planted=0" not in result.stdout, result.stdout + result.stderr
+    assert not box.witness("PWNED").exists(), "the host's git ran what the sandbox wrote"
+    assert_host_git_runs_nothing(box)
