@@ -183,6 +183,8 @@ def test_a_tools_path_keeps_no_entry_the_sandbox_can_write(box: Box) -> None:
     payload = f"#!/bin/sh\n{mark(box, 'PATH-' + '{}')}\n"
     box.write(box.home / "tools" / "bin" / "git", '#!/bin/sh\nexec /usr/bin/git "$@"\n', 0o755)
     box.mkdir(box.home / "other" / "bin")
+    box.mkdir(box.home / "linked" / "bin")
+    (box.home / "linked" / "bin" / "git").symlink_to(box.workspace / "linked-git")
     host_path = ":".join(
         [
             "",
@@ -191,6 +193,7 @@ def test_a_tools_path_keeps_no_entry_the_sandbox_can_write(box: Box) -> None:
             f"{box.workspace}/bin",  # under rw:./
             f"{box.home}/tools/bin",  # holds a file the sandbox may write (rw:~/tools/bin/git)
             f"{box.home}/other/bin",  # under rw:~/other
+            f"{box.home}/linked/bin",  # holds a link to a file in the workspace
             "/usr/local/bin",
             "/usr/bin",
             "/bin",
@@ -206,6 +209,7 @@ def test_a_tools_path_keeps_no_entry_the_sandbox_can_write(box: Box) -> None:
         for i, d in enumerate(["bin", ".", f"{box.home}/other/bin"])
     )
     plant += f" && printf '{payload.format('tools')}' > {box.home}/tools/bin/git"
+    plant += f" && printf '{payload.format('linked')}' > linked-git && chmod 755 linked-git"
     result = box.exec("sh", "-c", f"{plant} && gitstatus", env={"PATH": host_path})
 
     assert result.returncode == 0, result.stderr
@@ -260,7 +264,7 @@ def test_what_the_users_own_git_config_points_at_in_the_workspace_runs_nothing(
         host_git(box, "config", "include.path", "../shared.gitconfig")
         attack = f"printf '[core]\\n\\tfsmonitor = \"{mark(box)}\"\\n' >> shared.gitconfig"
     else:
-        box.write(box.workspace / "tools" / "textconv", "#!/bin/sh\ncat \"$1\"\n", 0o755)
+        box.write(box.workspace / "tools" / "textconv", '#!/bin/sh\ncat "$1"\n', 0o755)
         host_git(box, "config", "diff.txt.textconv", "tools/textconv")
         box.write(box.workspace / ".gitattributes", "*.txt diff=txt\n")
         attack = f"printf '#!/bin/sh\\n{mark(box)}\\ncat \"$1\"\\n' > tools/textconv"
