@@ -364,3 +364,19 @@ def test_snapshot_reverts_dotenv_variables_and_keeps_comments(tmp_path: Path) ->
         f"reverted LD_PRELOAD in {env} (they run commands outside the sandbox or loosen what "
         "the agent may do there); kept its other changes"
     ]
+
+
+def test_planning_binds_the_workspace_into_the_keys(tmp_path: Path) -> None:
+    from egg_core.launch import settings_keys
+    from egg_core.policy import resolve_policy
+    from tests.policy.conftest import config, profile
+
+    (tmp_path / "w").mkdir()
+    policy = resolve_policy(
+        config(""), profile("gemini"), home=tmp_path, cwd=tmp_path / "w", environ={}
+    )
+
+    [key] = settings_keys(policy, profile("gemini"))[str(tmp_path / ".gemini/trustedFolders.json")]
+    _, values = parse(key)
+    assert key.startswith("*![") and str(tmp_path / "w") in key
+    assert values == ("TRUST_FOLDER", "DO_NOT_TRUST")
