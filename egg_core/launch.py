@@ -187,12 +187,17 @@ def settings_files(policy: EffectivePolicy, profile: AgentProfile, config: Any) 
 
 def settings_keys(policy: EffectivePolicy, profile: AgentProfile) -> dict[str, tuple[str, ...]]:
     """The command-defining key paths of each settings file the profile names them for, by the
-    file's absolute path (home and workspace files alike): only these are put back after a run."""
+    file's absolute path (home and workspace files alike): only these are put back after a run.
+    ``*!cwd`` is bound to this run's working directory, as given and as its real path (see
+    egg_core.settings_keys)."""
+    from egg_core.settings_keys import bind
+
+    workspace = [os.path.normpath(policy.cwd), observe.realpath(policy.cwd)]
     found: dict[str, tuple[str, ...]] = {}
     for path, grant in _settings_paths(policy, profile):
         keys = profile.command_keys.get(grant)
         if keys:
-            found[path] = keys
+            found[path] = bind(keys, workspace)
     return found
 
 

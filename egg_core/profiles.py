@@ -121,8 +121,11 @@ class AgentProfile:
     #: a command on the host (hooks, MCP servers, notify programs), or that loosen its own
     #: permission system there — what it may run without asking, which account and endpoint
     #: get the user's prompts, whose instructions it follows (``*`` matches any key at its
-    #: level). After a run only these are put back; the agent's other changes stay. A settings
-    #: file not named here is restored whole. See egg_core.settings_keys.
+    #: level; ``*!cwd`` any but the run's working directory, so an answer such as trust is kept
+    #: for the workspace and put back for every other path, and ``=[values]`` after it limits
+    #: what the workspace's may become). After a run only these are put back; the agent's other
+    #: changes stay. A dotenv file's keys are its variables. A settings file not named here is
+    #: restored whole. See egg_core.settings_keys.
     command_keys: dict[str, tuple[str, ...]] = attrs.field(factory=dict, converter=_key_table)
     #: directories (relative to $HOME) the agent loads code, commands, skills, subagents,
     #: command rules or policies from by itself — plugins, extensions, ``commands/``,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from egg_core import snapshot
-from egg_core.settings_keys import Unparseable, revert
+from egg_core.settings_keys import Unparseable, bind, parse, revert
 
 CODEX_KEYS = ("notify", "mcp_servers", "profiles.*.notify")
 CLAUDE_KEYS = ("hooks", "statusLine", "mcpServers", "projects.*.mcpServers")
@@ -204,3 +204,179 @@ def test_a_document_too_deep_to_parse_is_restored_whole_never_left(tmp_path: Pat
 
     assert settings.read_text() == '{"theme": "dark"}'
     assert lines == [f"restored {settings}"]
+
+
+# -- answers about one directory: kept for the run's workspace only (*!cwd)
+
+TRUST = bind(("projects.*!cwd.hasTrustDialogAccepted",), ["/w/my.proj", "/real/my.proj"])
+FOLDERS = bind(('*!cwd=["TRUST_FOLDER", "DO_NOT_TRUST"]',), ["/w"])
+
+
+def test_trust_for_the_workspace_stays_and_for_any_other_path_goes() -> None:
+    before = {"projects": {"/o": {"hasTrustDialogAccepted": False}}}
+    after = {
+        "projects": {
+            "/": {"hasTrustDialogAccepted": True},
+            "/o": {"hasTrustDialogAccepted": True},
+            "/w/my.proj": {"hasTrustDialogAccepted": True},
+            "/real/my.proj": {"hasTrustDialogAccepted": True},
+            "/w/my.proj/": {"hasTrustDialogAccepted": True},  # not the workspace's spelling
+        }
+    }
+
+    content, reverted = revert(
+        json.dumps(before).encode(), json.dumps(after).encode(), TRUST, "json"
+    )
+
+    assert content is not None
+    assert json.loads(content) == {
+        "projects": {
+            "/o": {"hasTrustDialogAccepted": False},
+            "/w/my.proj": {"hasTrustDialogAccepted": True},
+            "/real/my.proj": {"hasTrustDialogAccepted": True},
+        }
+    }
+    assert sorted(reverted) == [
+        "projects./.hasTrustDialogAccepted",
+        "projects./o.hasTrustDialogAccepted",
+        "projects./w/my.proj/.hasTrustDialogAccepted",
+    ]
+
+
+def test_trust_in_toml_keeps_the_agents_lines() -> None:
+    keys = bind(("projects.*!cwd.trust_level",), ["/w"])
+    before = b'model = "a"\n'
+    after = (
+        b'model = "a"\n[projects."/w"]\ntrust_level = "trusted"\n'
+        b'[projects."/"]\ntrust_level = "trusted"\n'
+    )
+
+    content, reverted = revert(before, after, keys, "toml")
+
+    assert content == b'model = "a"\n[projects."/w"]\ntrust_level = "trusted"\n'
+    assert reverted == ["projects./.trust_level"]
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "kept"),
+    [
+        ({}, {"/w": "TRUST_FOLDER"}, True),
+        ({"/w": "TRUST_FOLDER"}, {"/w": "DO_NOT_TRUST"}, True),
+        ({"/w": "DO_NOT_TRUST"}, {}, True),  # a removal: Gemini asks again
+        ({}, {"/w": "TRUST_PARENT"}, False),  # trusts the folder above, and its siblings
+        ({"/w": "DO_NOT_TRUST"}, {"/w": "TRUST_PARENT"}, False),
+        ({}, {"/w": ["TRUST_FOLDER"]}, False),
+        ({}, {"/": "TRUST_FOLDER"}, False),
+        ({"/o": "DO_NOT_TRUST"}, {}, False),
+    ],
+)
+def test_the_workspaces_answer_stays_only_as_one_of_the_values_listed(
+    before: dict[str, object], after: dict[str, object], kept: bool
+) -> None:
+    content, _ = revert(json.dumps(before).encode(), json.dumps(after).encode(), FOLDERS, "json")
+
+    assert (content is None) == kept
+    if not kept:
+        assert content is not None and json.loads(content) == before
+
+
+def test_unbound_the_workspace_wildcard_keeps_nothing() -> None:
+    """A key list from before planning bound it (an old manifest) fails closed: every path."""
+    after = {"projects": {"/w": {"hasTrustDialogAccepted": True}}}
+
+    content, _ = revert(
+        b"{}", json.dumps(after).encode(), ("projects.*!cwd.hasTrustDialogAccepted",), "json"
+    )
+
+    assert content is not None and json.loads(content) == {}
+
+
+def test_a_workspace_path_with_dots_equals_and_quotes_survives_binding() -> None:
+    path = '/w/a.b=c/"q".d'
+    [key] = bind(('*!cwd=["X"]',), [path])
+
+    _, values = parse(key)
+
+    assert values == ("X",)
+    assert revert(b"{}", json.dumps({path: "X"}).encode(), (key,), "json") == (None, [])
+
+
+@pytest.mark.parametrize("key", ["a..b", "*![1].x", "*!cwd=X", '*!cwd=["a"].b', "a.", '*!["/w"'])
+def test_a_malformed_key_makes_the_caller_restore_the_file_whole(key: str) -> None:
+    with pytest.raises(Unparseable):
+        revert(b"{}", b'{"a": {"b": 1}}', (key,), "json")
+
+
+# -- dotenv: its variables are the keys
+
+
+def test_dotenv_variables_are_put_back_line_by_line() -> None:
+    before = b"# app\nA=1\nexport B='two'\nMULTI=\"line one\nline two\"\nGONE=1\n"
+    after = (
+        b"# app\n# added by the agent\nA=9\nexport B='two'\nMULTI=\"changed\"\n"
+        b"NEW=x # trailing comment\n"
+    )
+
+    content, reverted = revert(before, after, ("*",), "dotenv")
+
+    assert content == (
+        b"# app\n# added by the agent\nA=1\nexport B='two'\nMULTI=\"line one\nline two\"\nGONE=1\n"
+    )
+    assert sorted(reverted) == ["A", "GONE", "MULTI", "NEW"]
+
+
+def test_a_variable_named_twice_is_put_back_whichever_line_wins() -> None:
+    """dotenv lets the last assignment win: both of the run's lines go."""
+    content, reverted = revert(b"A=1\n", b"A=1\nB=2\nA=evil\n", ("*",), "dotenv")
+
+    assert content == b"A=1\n"
+    assert sorted(reverted) == ["A", "B"]
+
+
+def test_a_value_dotenv_reads_from_the_next_line_is_a_change_too() -> None:
+    """``A=`` followed by a quoted line is A's value for dotenv (its expression spans lines)."""
+    content, reverted = revert(b"A=\n", b"A=\n'evil'\n", ("*",), "dotenv")
+
+    assert reverted == ["A"] and content == b"A=\n"
+
+
+@pytest.mark.parametrize("data", [b"A=1\r\nB=2\r\n", b"A=\xff\n"])
+def test_a_dotenv_this_module_cannot_rewrite_is_restored_whole(tmp_path: Path, data: bytes) -> None:
+    env = tmp_path / ".env"
+    env.write_text("A=1\n")
+    snapshot.take(str(tmp_path / "snap"), [str(env)], {str(env): ("*",)})
+    env.write_bytes(data)
+
+    assert snapshot.restore(str(tmp_path / "snap")) == [f"restored {env}"]
+    assert env.read_text() == "A=1\n"
+
+
+def test_snapshot_reverts_dotenv_variables_and_keeps_comments(tmp_path: Path) -> None:
+    env = tmp_path / ".env"
+    env.write_text("A=1\n")
+    snapshot.take(str(tmp_path / "snap"), [str(env)], {str(env): ("*",)})
+    env.write_text("# note\nA=1\nLD_PRELOAD=/w/evil.so\n")
+
+    lines = snapshot.restore(str(tmp_path / "snap"))
+
+    assert env.read_text() == "# note\nA=1\n"
+    assert lines == [
+        f"reverted LD_PRELOAD in {env} (they run commands outside the sandbox or loosen what "
+        "the agent may do there); kept its other changes"
+    ]
+
+
+def test_planning_binds_the_workspace_into_the_keys(tmp_path: Path) -> None:
+    from egg_core.launch import settings_keys
+    from egg_core.policy import resolve_policy
+    from tests.policy.conftest import config, profile
+
+    (tmp_path / "w").mkdir()
+    policy = resolve_policy(
+        config(""), profile("gemini"), home=tmp_path, cwd=tmp_path / "w", environ={}
+    )
+
+    [key] = settings_keys(policy, profile("gemini"))[str(tmp_path / ".gemini/trustedFolders.json")]
+    _, values = parse(key)
+    assert key.startswith("*![") and str(tmp_path / "w") in key
+    assert values == ("TRUST_FOLDER", "DO_NOT_TRUST")

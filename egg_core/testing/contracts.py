@@ -135,16 +135,22 @@ class AgentProfileContract(_PluginContract):
     ) -> None:
         """A key list for a file that is not snapshotted would guard nothing; one for a file
         egg cannot parse would silently restore it whole."""
-        from egg_core.settings_keys import format_of
+        from egg_core.settings_keys import format_of, parse
 
         for p in profiles:
             files = {g.value for g in (*p.settings_files, *p.project_settings_files)}
             for file, keys in p.command_keys.items():
                 assert file in files, f"{p.name}: command_keys names {file!r}, not a settings file"
-                assert format_of(file), f"{p.name}: {file!r} is neither JSON nor TOML"
+                fmt = format_of(file)
+                assert fmt, f"{p.name}: {file!r} is neither JSON, TOML nor dotenv"
                 for key in keys:
-                    parts = key.split(".")
-                    assert all(parts) and parts[0] != "*", f"{p.name}: bad key path {key!r}"
+                    try:
+                        segments, _ = parse(key)
+                    except ValueError as exc:
+                        raise AssertionError(f"{p.name}: bad key path {key!r}: {exc}") from None
+                    # a bare * at the top is the whole file: restore it whole instead; in a
+                    # dotenv file it is every variable, and the comments and layout stay
+                    assert segments[0] != "*" or fmt == "dotenv", f"{p.name}: bad key {key!r}"
 
     def test_home_files_sit_at_the_top_of_home(self, profiles: list[AgentProfile]) -> None:
         for p in profiles:

@@ -45,6 +45,16 @@ Sources checked (stored copies, 2026):
   and claude loads them by itself (code.claude.com/docs/en/skills, .../slash-commands,
   .../sub-agents). ``.credentials.json`` holds the subscription sign-in (refresh tokens are
   single-use: anthropics/claude-code#80585, #88947).
+- the account in ~/.claude.json, from the 2.1.332 binary: ``primaryApiKey`` is the key a Console
+  sign-in saves there (the "/login managed key" its key lookup returns when no variable sets
+  one), ``customApiKeyResponses`` the ``approved``/``rejected`` lists of truncated
+  ANTHROPIC_API_KEY values it has asked about (its "use this API key?" answer), and
+  ``oauthAccount`` the subscription account (``accountUuid``, ``organizationUuid``, roles)
+  whose organization its cloud-session and remote-control requests name. Trust: ``projects.<path>.
+  hasTrustDialogAccepted``, looked up for the folder and every folder above it (its trust walk:
+  a folder above that is trusted needs no dialog), so ``/`` trusts every folder; claude records
+  it for the git root of the folder it starts in (a run in a subdirectory of a repository asks
+  again: its answer is for a folder beyond the workspace).
 """
 
 from __future__ import annotations
@@ -130,7 +140,10 @@ _SETTINGS_PERMISSIONS = (
 #: of the settings 2.1.332 still reads from it (its global-config key list), the environment it
 #: applies to itself at every start (PATH, NODE_OPTIONS, CLAUDE_CODE_SHELL_PREFIX…), the
 #: legacy apiKeyHelper, the diff tool, IDE extension installs, remote control and session
-#: uploads. Everything else there (sign-in, trust answers, counters) is claude's to keep.
+#: uploads; the account (see the docstring): the API key a Console sign-in keeps there, the
+#: approved and rejected ANTHROPIC_API_KEY answers, the subscription account and organization;
+#: and trust given to any directory but the run's own workspace. Everything else there (the
+#: workspace's trust answer, counters, caches) is claude's to keep.
 _STATE_COMMANDS = (
     "mcpServers",
     "env",
@@ -149,6 +162,10 @@ _STATE_COMMANDS = (
     "projects.*.hasClaudeMdExternalIncludesApproved",
     "bypassPermissionsModeAccepted",
     "claudeInChromeDefaultEnabled",
+    "primaryApiKey",
+    "customApiKeyResponses",
+    "oauthAccount",
+    "projects.*!cwd.hasTrustDialogAccepted",
 )
 #: the code and commands claude loads from its config home by itself (see the docstring)
 _HOME_CODE = (

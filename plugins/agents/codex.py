@@ -41,6 +41,10 @@ Sources checked (stored copies, 2026):
   instructions of every session (both names in the binary). ``auth.json``: the sign-in.
   ``$CODEX_HOME/prompts`` is not read by 0.171 (no custom prompts in the binary), so it is not
   guarded; ``memories/`` is Codex's own (it writes there), and stays writable.
+- trust: ``[projects."<path>"] trust_level`` (ProjectConfig in config_toml.rs; the name in the
+  0.171 binary), looked up for the working directory and then for the root of its git
+  repository (get_active_project), whose worktrees inherit it; a trusted project's
+  ``.codex/`` (config, rules, skills) is loaded. Trust for any other path is put back.
 """
 
 from __future__ import annotations
@@ -66,9 +70,10 @@ from egg_core.profiles import AgentProfile, ArgvRequest, Grant, PlatformGrant, R
 #: node), choose a profile, set the environment of what it runs, let it run things without
 #: asking or without its own sandbox (approval_policy, sandbox_mode, sandbox_workspace_write,
 #: features), send the user's prompts elsewhere (openai_base_url, model providers, otel), or
-#: change the instructions it follows (see the docstring). Project trust and the model are
-#: Codex's to keep. The same for each profile file ($CODEX_HOME/<name>.config.toml, 0.171;
-#: the legacy [profiles.x] tables are refused by 0.171 but still covered).
+#: change the instructions it follows (see the docstring), or trust another directory than the
+#: run's own workspace. The workspace's trust and the model are Codex's to keep. The same for
+#: each profile file ($CODEX_HOME/<name>.config.toml, 0.171; the legacy [profiles.x] tables
+#: are refused by 0.171 but still covered).
 _CONFIG_COMMANDS = (
     "notify",
     "mcp_servers",
@@ -128,6 +133,7 @@ _CONFIG_COMMANDS = (
     "profiles.*.tools",
     "profiles.*.web_search",
     "profiles.*.features",
+    "projects.*!cwd.trust_level",
 )
 
 

@@ -47,6 +47,26 @@ Sources checked (stored copies, 2026):
   ``GEMINI.md`` (getGlobalMemoryFilePath) is the instructions of every session — save_memory
   writes there, so a memory saved inside egg is not kept; ``oauth_creds.json`` the sign-in
   (Google does not rotate its refresh token, so restoring it costs nothing).
+- trust, from the 0.61 bundle (packages/core/src/utils/trust.ts): ``~/.gemini/trustedFolders.json``
+  (Storage.getTrustedFoldersPath) maps a path to ``TRUST_FOLDER``, ``TRUST_PARENT`` or
+  ``DO_NOT_TRUST``; isPathTrusted takes the longest rule whose path holds the folder, and
+  ``TRUST_PARENT`` stands for the rule's parent folder — so ``{"/": "TRUST_FOLDER"}`` trusts
+  every folder, and ``TRUST_PARENT`` on the workspace trusts its parent and every sibling. In a
+  trusted folder Gemini loads that folder's settings, hooks, MCP servers and environment file.
+  Kept: the workspace's own ``TRUST_FOLDER`` or ``DO_NOT_TRUST``; every other change is put back.
+- environment files, from the 0.61 bundle (loadEnvironment, findEnvFile): from the folder it
+  starts in upwards, the first ``.gemini/.env`` (trusted folders only) or ``.env``, else
+  ``~/.gemini/.env``, ``~/.env``; parsed by the dotenv package. In a trusted folder *every*
+  variable there that its environment lacks is set in its own process — and so in every program
+  it starts, unasked ones too: at every start it runs ``git rev-parse`` and ``/bin/sh -c lspci``
+  and the like (strace of 0.61), and a ``LD_PRELOAD`` in a project's ``.env`` ran code on the
+  host there (tried); untrusted, only GEMINI_API_KEY, GOOGLE_API_KEY, GOOGLE_CLOUD_PROJECT and
+  GOOGLE_CLOUD_LOCATION (AUTH_ENV_VAR_WHITELIST), which pick the account and project the user's
+  prompts go to. A list of the variables that matter cannot be complete (what the programs it
+  starts read is open-ended), so in a gemini run every variable of the workspace's ``.env`` is
+  put back — it is ordinary project content too, so only its variables: the agent's comments and
+  layout stay, and other agents' runs keep every change (each agent's project settings are
+  guarded in that agent's runs).
 """
 
 from __future__ import annotations
@@ -144,12 +164,27 @@ PROFILE = AgentProfile(
     settings_files=[
         Grant(".gemini/settings.json", "defines hooks and MCP server commands"),
         Grant(".gemini/.env", "loaded into Gemini's environment on every start"),
+        Grant(
+            ".gemini/trustedFolders.json",
+            "which folders it trusts: their settings, hooks, MCP servers and .env are loaded",
+        ),
     ],
     project_settings_files=[
         Grant(".gemini/settings.json", "project hooks and MCP server commands"),
         Grant(".gemini/.env", "loaded into Gemini's environment in this project"),
+        Grant(
+            ".env",
+            "every variable in it is loaded into Gemini's environment in this project, and "
+            "into every program it starts",
+        ),
     ],
-    command_keys={".gemini/settings.json": _SETTINGS_COMMANDS},
+    command_keys={
+        ".gemini/settings.json": _SETTINGS_COMMANDS,
+        # the workspace's own answer stays, unless it trusts the folder above it
+        ".gemini/trustedFolders.json": ('*!cwd=["TRUST_FOLDER", "DO_NOT_TRUST"]',),
+        # every variable (see the docstring): its comments and layout stay
+        ".env": ("*",),
+    },
     restored_files=[
         Grant(
             ".gemini/oauth_creds.json",

@@ -286,6 +286,166 @@ def test_instructions_for_every_later_session_are_put_back(box: Box, agent: str,
     assert f"egg: restored {instructions} (instructions" in run.stderr, run.stderr
 
 
+# -- the account in Claude's state file ---------------------------------------------------------
+
+#: what a user signed in with a Console account has in ~/.claude.json (2.1.332 keeps the API key
+#: of a Console sign-in there, its approved and rejected ANTHROPIC_API_KEY answers, and the
+#: account and organization of a subscription sign-in)
+USER_ACCOUNT = {
+    "primaryApiKey": "sk-ant-api03-USER",
+    "customApiKeyResponses": {"approved": ["USERKEY1234"], "rejected": []},
+    "oauthAccount": {"accountUuid": "user-uuid", "organizationUuid": "user-org"},
+}
+ATTACKER_ACCOUNT = {
+    "primaryApiKey": "sk-ant-api03-ATTACKER",
+    "customApiKeyResponses": {"approved": ["ATTACKER123"], "rejected": ["USERKEY1234"]},
+    "oauthAccount": {"accountUuid": "attacker-uuid", "organizationUuid": "attacker-org"},
+}
+
+
+@pytest.mark.parametrize("before", [USER_ACCOUNT, {}], ids=["swapped", "added"])
+def test_the_account_in_claudes_state_file_is_put_back(box: Box, before: dict[str, object]) -> None:
+    state = box.write(".claude.json", json.dumps({"numStartups": 1, **before}), 0o600)
+    planted = box.write(
+        box.root / "planted", json.dumps({"numStartups": 2, "theme": "light", **ATTACKER_ACCOUNT})
+    )
+
+    run = box.exec(
+        "sh", "-c", f'cat "{planted}" > "$HOME/.claude.json"', options=["--agent", "claude"]
+    )
+
+    assert run.returncode == 0, run.stderr
+    assert json.loads(state.read_text()) == {"numStartups": 2, "theme": "light", **before}
+    for key in ATTACKER_ACCOUNT:
+        assert key in run.stderr, run.stderr
+
+
+# -- trust answers: kept for the run's own workspace, put back everywhere else --------------------
+
+
+def _trust_files(box: Box) -> dict[str, tuple[str, str, str, object]]:
+    """agent -> (its trust file under $HOME, before, what the sandbox writes, after): another
+    project the user distrusts, the sandbox trusting it, ``/`` and its own workspace."""
+    here, other = str(box.workspace), str(box.root / "other")
+    return {
+        "claude": (
+            ".claude.json",
+            json.dumps({"projects": {other: {"hasTrustDialogAccepted": False}}}),
+            json.dumps(
+                {
+                    "projects": {
+                        "/": {"hasTrustDialogAccepted": True},
+                        other: {"hasTrustDialogAccepted": True},
+                        here: {"hasTrustDialogAccepted": True, "lastCost": 1},
+                    }
+                }
+            ),
+            {
+                "projects": {
+                    other: {"hasTrustDialogAccepted": False},
+                    here: {"hasTrustDialogAccepted": True, "lastCost": 1},
+                }
+            },
+        ),
+        "codex": (
+            ".codex/config.toml",
+            f'model = "a"\n[projects."{other}"]\ntrust_level = "untrusted"\n',
+            f'model = "a"\n[projects."/"]\ntrust_level = "trusted"\n'
+            f'[projects."{other}"]\ntrust_level = "trusted"\n'
+            f'[projects."{here}"]\ntrust_level = "trusted"\n',
+            {
+                "model": "a",
+                "projects": {other: {"trust_level": "untrusted"}, here: {"trust_level": "trusted"}},
+            },
+        ),
+        "gemini": (
+            ".gemini/trustedFolders.json",
+            json.dumps({other: "DO_NOT_TRUST"}),
+            json.dumps({"/": "TRUST_FOLDER", other: "TRUST_FOLDER", here: "TRUST_FOLDER"}),
+            {other: "DO_NOT_TRUST", here: "TRUST_FOLDER"},
+        ),
+    }
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini"])
+def test_trust_is_kept_for_the_workspace_and_put_back_for_every_other_directory(
+    box: Box, agent: str
+) -> None:
+    name, before, planted, after = _trust_files(box)[agent]
+    trust = box.write(name, before, 0o600)
+    planted_file = box.write(box.root / "planted", planted)
+
+    run = box.exec("sh", "-c", f'cat "{planted_file}" > "$HOME/{name}"', options=["--agent", agent])
+
+    assert run.returncode == 0, run.stderr
+    assert _load(trust) == after
+    assert "egg: reverted " in run.stderr and str(box.root / "other") in run.stderr, run.stderr
+
+
+def test_gemini_trusting_the_workspaces_parent_is_put_back(box: Box) -> None:
+    """``TRUST_PARENT`` on the workspace's own path trusts the folder above it, and every
+    sibling: that is not the workspace's answer (0.61's isPathTrusted)."""
+    trust = box.write(".gemini/trustedFolders.json", "{}", 0o600)
+
+    run = box.exec(
+        "sh",
+        "-c",
+        f'echo \'{{"{box.workspace}": "TRUST_PARENT"}}\' > ~/.gemini/trustedFolders.json',
+        options=["--agent", "gemini"],
+    )
+
+    assert run.returncode == 0, run.stderr
+    assert json.loads(trust.read_text()) == {}
+
+
+# -- the workspace's .env, which Gemini loads into itself and everything it starts ----------------
+
+DOTENV_BEFORE = "# the app's settings\nDATABASE_URL=postgres://db/app\nexport DEBUG=0\n"
+DOTENV_PLANTED = (
+    "# the app's settings\n"
+    "# a note the agent added\n"
+    "DATABASE_URL=postgres://db/other\n"
+    "export DEBUG=0\n"
+    "GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:9\n"
+    "GEMINI_API_KEY='attacker'\n"
+    'LD_PRELOAD="/tmp/evil.so"\n'
+)
+
+
+def test_the_workspaces_env_variables_are_put_back_in_a_gemini_run(box: Box) -> None:
+    dotenv = box.write(box.workspace / ".env", DOTENV_BEFORE)
+    planted = box.write(box.root / "planted", DOTENV_PLANTED)
+
+    run = box.exec("sh", "-c", f'cat "{planted}" > .env', options=["--agent", "gemini"])
+
+    assert run.returncode == 0, run.stderr
+    # every variable as it was; the agent's note stays
+    assert dotenv.read_text() == (
+        "# the app's settings\n# a note the agent added\nDATABASE_URL=postgres://db/app\n"
+        "export DEBUG=0\n"
+    )
+    for name in ("DATABASE_URL", "GOOGLE_GEMINI_BASE_URL", "GEMINI_API_KEY", "LD_PRELOAD"):
+        assert name in run.stderr, run.stderr
+
+
+def test_a_new_env_holding_only_variables_is_removed_after_a_gemini_run(box: Box) -> None:
+    run = box.exec("sh", "-c", "echo GEMINI_API_KEY=attacker > .env", options=["--agent", "gemini"])
+
+    assert run.returncode == 0, run.stderr
+    assert not (box.workspace / ".env").exists()
+
+
+def test_other_agents_runs_keep_their_env_edits(box: Box) -> None:
+    """Gemini's profile guards the workspace's .env, in its own runs (as each agent's project
+    settings are guarded in that agent's runs): an ordinary edit in another run stays."""
+    dotenv = box.write(box.workspace / ".env", DOTENV_BEFORE)
+
+    run = box.exec("sh", "-c", "echo FEATURE_FLAG=1 >> .env", options=["--agent", "claude"])
+
+    assert run.returncode == 0, run.stderr
+    assert dotenv.read_text() == DOTENV_BEFORE + "FEATURE_FLAG=1\n"
+
+
 # -- egg explain says all of it ------------------------------------------------------------------
 
 
@@ -306,6 +466,21 @@ def test_explain_lists_the_agents_permission_guards_with_reasons(box: Box) -> No
     assert rules and rules[0]["mode"] == "deny-write" and "allow" in rules[0]["source"]
     assert "agent settings put back after the run" in human
     assert "openai_base_url" in human and "credentials:" in human
+
+
+@pytest.mark.parametrize("identity", ["root"], indirect=True)
+def test_explain_names_the_workspace_whose_trust_is_kept(box: Box) -> None:
+    data = json.loads(box.run("explain", "gemini", "--json").stdout)
+
+    guards = {g["path"]: g for g in data["agent_guards"]}
+    folders = guards[str(box.home / ".gemini" / "trustedFolders.json")]
+    assert folders["kind"] == "keys" and json.dumps(str(box.workspace)) in folders["what"]
+    assert guards[str(box.workspace / ".env")] == {
+        "kind": "keys",
+        "path": str(box.workspace / ".env"),
+        "what": "*",
+        "reason": folders["reason"],
+    }
 
 
 @pytest.mark.parametrize("path", ["exec (cache hit)", "run"])
@@ -335,3 +510,43 @@ def test_every_launch_path_puts_a_swapped_sign_in_back(box: Box, path: str) -> N
     assert credentials.read_bytes() == ORIGINAL_CREDENTIALS
     assert stat.S_IMODE(credentials.stat().st_mode) == 0o600
     assert "(credentials:" in said, said
+
+
+@pytest.mark.parametrize("path", ["exec (cache hit)", "run"])
+def test_every_launch_path_keeps_trust_for_the_workspace_only(box: Box, path: str) -> None:
+    """The workspace is bound into the key list when planning: the exec cache's stored plan
+    and a session's carry it."""
+    state = box.write(".claude.json", json.dumps({"numStartups": 1}), 0o600)
+    box.config({"network": {"agent_domains": "none"}})
+    script = box.write(box.root / "agent.sh", "true\n")
+    fake = box.write(box.root / "bin" / "claude", f'#!/bin/sh\n. "{script}"\n', mode=0o755)
+    env = {"PATH": f"{fake.parent}:/usr/local/bin:/usr/bin:/bin", "EGG_EXEC_CACHE": "debug"}
+    if path == "exec (cache hit)":
+        for _ in range(2):  # the first run in a fresh home is not cached
+            box.exec("claude", options=["--agent", "claude"], env=env)
+    here = str(box.workspace)
+    planted = box.write(
+        box.root / "planted",
+        json.dumps(
+            {
+                "numStartups": 2,
+                "projects": {
+                    "/": {"hasTrustDialogAccepted": True},
+                    here: {"hasTrustDialogAccepted": True},
+                },
+            }
+        ),
+    )
+    script.write_text(f'cat "{planted}" > "$HOME/.claude.json"\n')
+
+    if path == "run":
+        result = box.run("run", "claude", env=env)
+    else:
+        result = box.exec("claude", options=["--agent", "claude"], env=env)
+        assert "exec cache hit" in result.stderr, result.stderr
+
+    assert result.returncode == 0, result.stderr
+    assert json.loads(state.read_text()) == {
+        "numStartups": 2,
+        "projects": {here: {"hasTrustDialogAccepted": True}},
+    }

@@ -347,6 +347,132 @@ def test_an_opencode_tool_the_sandbox_plants_never_runs_on_the_host(
     assert not list((box.home / ".config" / "opencode").rglob("evil.ts"))
 
 
+def _host_gemini(
+    box: Box, model: ModelServer, agent_bin: Path, cwd: Path
+) -> subprocess.CompletedProcess[str]:
+    """The real gemini run by the user on the host (no egg), headless, in ``cwd``."""
+    env = box.env(
+        {
+            "PATH": f"{agent_bin}:/usr/local/bin:/usr/bin:/bin",
+            "GEMINI_API_KEY": "egg-test-key",
+            "GOOGLE_GEMINI_BASE_URL": model.url,
+        }
+    )
+    return subprocess.run(
+        box.identity.wrap([str(agent_bin / "gemini"), "-p", "hi"]),
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def test_trust_for_every_folder_recorded_inside_never_reaches_the_hosts_gemini(
+    box: Box, model: ModelServer, agent_bin: Path
+) -> None:
+    """Threat R with the real gemini: the sandbox records ``/`` as trusted; the real gemini,
+    run on the host afterwards in another project, still finds that project untrusted — so
+    it neither loads its environment file (a ``GIT_TRACE`` there would make the git it starts
+    by itself write where it names) nor answers (0.61 refuses an untrusted folder headless)."""
+    box.write(".gemini/settings.json", json.dumps(GEMINI_SETTINGS), 0o600)
+    trust = json.dumps({"/": "TRUST_FOLDER"}).replace('"', '\\"')
+    planted = box.exec(
+        "sh", "-c", f'echo "{trust}" > ~/.gemini/trustedFolders.json', options=["--agent", "gemini"]
+    )
+    assert planted.returncode == 0, planted.stderr
+    other = box.mkdir(box.root / "other")
+    traced = box.witness("TRACED")
+    box.write(other / ".env", f"GIT_TRACE={traced}\n")
+
+    host = _host_gemini(box, model, agent_bin, other)
+
+    assert host.returncode != 0 and "not running in a trusted directory" in host.stderr, (
+        host.stdout + host.stderr
+    )
+    assert not traced.exists(), "the host's gemini loaded an untrusted folder's .env"
+    assert model.requests == []
+
+
+def test_a_variable_the_sandbox_adds_to_the_workspaces_env_never_reaches_the_hosts_gemini(
+    box: Box, model: ModelServer, agent_bin: Path
+) -> None:
+    """Threat R with the real gemini: in a workspace the user trusts, 0.61 copies every
+    variable of ``./.env`` it does not have into its own environment and so into the git it
+    starts by itself at every start (``LD_PRELOAD`` there runs code; ``GIT_TRACE``, used
+    here, writes where it names). The sandbox adds one; the real gemini, run on the host
+    afterwards, answers and never sees it."""
+    box.write(".gemini/settings.json", json.dumps(GEMINI_SETTINGS), 0o600)
+    box.write(".gemini/trustedFolders.json", json.dumps({str(box.workspace): "TRUST_FOLDER"}))
+    box.write(box.workspace / ".env", "APP_MODE=dev\n")
+    traced = box.witness("TRACED")
+    planted = box.exec(
+        "sh", "-c", f"echo GIT_TRACE={traced} >> .env", options=["--agent", "gemini"]
+    )
+    assert planted.returncode == 0, planted.stderr
+
+    host = _host_gemini(box, model, agent_bin, box.workspace)
+
+    assert host.returncode == 0 and ANSWER in host.stdout, host.stdout + host.stderr
+    assert not traced.exists(), "a variable the sandbox planted reached the host's gemini"
+
+
+#: runs the dotenv parser Gemini 0.61 bundles (its own text, cut out of the bundle) over every
+#: text on stdin: for each, the [name, raw value] of each assignment its expression finds
+DOTENV_PROBE = r"""
+const fs = require("fs");
+const bundle = fs.readFileSync(process.argv[1], "utf8");
+const at = bundle.indexOf("var LINE = ", bundle.indexOf("node_modules/dotenv/lib/main.js"));
+const line = bundle.slice(at, bundle.indexOf("\n", at));
+const LINE = new Function(line + "; return LINE;")();
+const texts = JSON.parse(fs.readFileSync(0, "utf8"));
+const out = texts.map((text) => {
+  const found = [];
+  LINE.lastIndex = 0;
+  let match;
+  while ((match = LINE.exec(text)) != null) found.push([match[1], match[2] || ""]);
+  return found;
+});
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def test_egg_reads_a_dotenv_file_as_geminis_own_parser_does(agent_bin: Path) -> None:
+    """The workspace's .env is guarded by its variables (egg_core.settings_keys): which text is
+    a variable, and which its value, must be what Gemini 0.61's dotenv finds, or a variable
+    could hide from the revert. Thousands of texts built from the characters that matter."""
+    import random
+
+    from egg_core import settings_keys
+
+    node = shutil.which("node")
+    assert node, "the real-agent tier needs node"
+    bundle = next(
+        p
+        for p in (agent_bin / "gemini").resolve().parent.glob("chunk-*.js")
+        if "node_modules/dotenv/lib/main.js" in p.read_text()
+    )
+    pieces = ["A", "B_1", "export", " ", "\t", "\n", "=", ":", "#", "'", '"', "`", "\\"]
+    pieces += ["x", "\u2028", "\xa0", "\ufeff", ".", "-", "\n\n", "A=", "export B="]
+    rng = random.Random(22)
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 30))) for _ in range(4000)]
+    texts += ["A=1\nB='x\ny'\n", 'A="a\\"b"\n', "A=\n'v'", "A\n=1", "A: 1 # c\n# d"]
+
+    proc = subprocess.run(
+        [node, "-e", DOTENV_PROBE, str(bundle)],
+        input=json.dumps(texts),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert proc.returncode == 0, proc.stderr
+    theirs = json.loads(proc.stdout)
+    for text, found in zip(texts, theirs, strict=True):
+        ours = [[m.group(1), m.group(2) or ""] for m in settings_keys._dotenv_matches(text)]
+        assert ours == found, repr(text)
+
+
 # -- conversations: captured from a real run, wiped, put back, resumed by the real agent
 
 
