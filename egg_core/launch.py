@@ -252,14 +252,18 @@ def persistence_guards(policy: EffectivePolicy, profile: AgentProfile, config: A
     credentials and instructions, which are not read for paths), and the code directories to
     check after the run."""
     from egg_core import gitguard, pathrules, settings_code
+    from egg_core.settings_keys import format_of
 
     ruled = gitguard.mounted_rules(policy)
     guard = gitguard.plan(policy, ruled)
     writable = pathrules.writable_under(ruled)
     settings = settings_files(policy, profile, config)
     roots = [e.path for e in policy.fs if e.mode in pathrules.WRITABLE_MODES]
+    # a dotenv file's values are data (DB_PATH=./data/app.db): every variable it gains is put
+    # back, and protecting what the user's own values name would take the project's data away
+    scripted = [path for path in settings if format_of(path) != "dotenv"]
     named, links = settings_code.named_entries(
-        profile, settings, policy.home, policy.cwd, writable, roots
+        profile, scripted, policy.home, policy.cwd, writable, roots
     )
     code, watch = settings_code.code_dir_entries(profile, policy, writable)
     protected = (*policy.protected, *guard.entries, *code, *named)

@@ -550,3 +550,16 @@ def test_every_launch_path_keeps_trust_for_the_workspace_only(box: Box, path: st
         "numStartups": 2,
         "projects": {here: {"hasTrustDialogAccepted": True}},
     }
+
+
+def test_what_the_workspaces_env_names_stays_writable_in_gemini_runs(box: Box) -> None:
+    """A dotenv file's values are data: its variables are put back after a gemini run, but the
+    files they name (a database) are the project's, not code the agent runs."""
+    box.mkdir(box.workspace / "data")
+    box.write(box.workspace / "data" / "app.db", "rows\n")
+    box.write(box.workspace / ".env", "DB_PATH=./data/app.db\n")
+
+    run = box.exec("sh", "-c", "echo more >> data/app.db && echo ok", options=["--agent", "gemini"])
+
+    assert run.stdout.strip() == "ok", run.stderr
+    assert (box.workspace / "data" / "app.db").read_text() == "rows\nmore\n"
