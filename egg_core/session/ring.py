@@ -12,15 +12,18 @@ at a cut point, then the ring from that cut point. The cut point is, in order of
    scrollback). Such a tail scrolls everything before it off the screen, so the repaint is exact
    and short however long ago the last clear was.
 2. ``repaint``: the last full repaint of the screen in use (stream start, RIS, a clear screen next
-   to an absolute cursor position, alternate-screen entry) still in the ring. Exact.
+   to an absolute cursor position, alternate-screen entry) still in the ring. Exact, unless a
+   cursor saved before it is restored after it (DECRC, ?1048l, ?1049l: the preamble recreates
+   what a saved cursor holds, not where it is).
 3. ``fallback``: the oldest safe point in the ring. Content drawn before the ring's window and
    never redrawn since is lost, so the daemon should make the program repaint (a SIGWINCH) when
    ``Cut.exact`` is false.
 
 "Exact" means: fed to a fresh terminal of the same size, the payload shows the same screen
 (characters, attributes, cursor position and visibility), modes and pen as the whole stream did,
-except for what only an emulator could know: a cursor saved before the cut and restored after it,
-tab stops, and the main screen hidden behind an alternate screen entered before the cut.
+except for what only an emulator could know: tab stops, and the main screen hidden behind an
+alternate screen entered before the cut. Terminals are taken to be xterm's kind
+(``modes`` says where it and tmux differ).
 """
 
 from __future__ import annotations
@@ -180,7 +183,9 @@ class ReplayRing:
         """Where a replay for a client with ``rows`` rows starts (see the module docstring)."""
         floor = self.start if max_bytes is None else max(self.start, self._total - max_bytes)
         tracker = self._tracker
-        repaint = tracker.alt_repaint if tracker.in_alt_screen else tracker.main_repaint
+        alt = tracker.in_alt_screen
+        repaint = tracker.alt_repaint if alt else tracker.main_repaint
+        exact = tracker.alt_exact if alt else tracker.main_exact
         if repaint is not None and repaint[0] < floor:
             repaint = None
         if not tracker.in_alt_screen:
@@ -189,7 +194,7 @@ class ReplayRing:
             if plain is not None:
                 return plain
         if repaint is not None:
-            return Cut(start=repaint[0], modes=repaint[1], exact=True, kind="repaint")
+            return Cut(start=repaint[0], modes=repaint[1], exact=exact, kind="repaint")
         return self._fallback_cut(floor)
 
     def _plain_cut(self, rows: int, history: int, floor: int) -> Cut | None:

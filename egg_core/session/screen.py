@@ -5,10 +5,12 @@ resident: ``render`` builds one from ``ReplayRing.since_last_repaint()`` and dro
 
 ``Screen`` is pyte's screen with the parts of xterm that pyte lacks and that a repaint depends on:
 the alternate screen buffer (pyte records ?1049 as a mode and otherwise ignores it), DECSC/DECRC
-with one saved cursor per screen, background-colour erase of the whole screen (pyte only recolours
-cells that were written before), ED 3 erasing scrollback rather than the screen, DECSTBM's
-defaults and homing, CUP clamped to the scroll region in origin mode (pyte ignores the move), and
-extra parameters and private variants of CSI sequences being ignored rather than crashing pyte.
+with one saved cursor per screen as xterm has them (RIS keeps the alternate screen's; DECRC
+leaves autowrap alone and, with nothing saved, resets the charsets), background-colour erase of
+the whole screen (pyte only recolours cells that were written before), ED 3 erasing scrollback
+rather than the screen, DECSTBM's defaults and homing, CUP clamped to the scroll region in origin
+mode (pyte ignores the move), and extra parameters and private variants of CSI sequences being
+ignored rather than crashing pyte.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections import defaultdict
 from typing import Any
 
 import pyte
+from pyte import charsets as cs
 from pyte import modes as mo
 from pyte.screens import Char, Margins, Savepoint, StaticDefaultDict
 
@@ -44,10 +47,13 @@ class Screen(pyte.Screen):
             setattr(self, name, _lenient(getattr(self, name), name in _PRIVATE_AWARE))
 
     def reset(self) -> None:
+        """RIS. xterm's saves the home position on the main screen only: the alternate screen's
+        saved cursor survives it."""
+        kept = self._saved[1] if hasattr(self, "_saved") else None
         super().reset()
         self.in_alt_screen = False
         self._other = self._blank()  # the screen not shown: main while in the alternate one
-        self._saved: list[Savepoint | None] = [None, None]  # DECSC slot of main and alternate
+        self._saved: list[Savepoint | None] = [None, kept]  # DECSC slot of main and alternate
         self.savepoints = []
 
     def text(self) -> list[str]:
@@ -109,22 +115,23 @@ class Screen(pyte.Screen):
         )
 
     def restore_cursor(self) -> None:
-        """DECRC as VT510 has it: origin mode and autowrap come back as saved, whatever they were.
+        """DECRC as xterm has it: origin mode comes back as saved, whatever it was; autowrap is
+        left alone (xterm since patch 328, and tmux; VT510 restored it).
 
-        With nothing saved: home, origin mode off, default pen (pyte keeps the pen).
+        With nothing saved: home, origin mode off, default pen and charsets (pyte keeps both).
         """
         saved = self._saved[self.in_alt_screen]
         if saved is None:
             self.reset_mode(mo.DECOM)
             self.cursor.attrs = self.default_char
+            self.g0_charset, self.g1_charset, self.charset = cs.LAT1_MAP, cs.VT100_MAP, 0
             self.cursor_position()
             return
         self.g0_charset, self.g1_charset, self.charset = saved[1:4]
-        for mode, on in ((mo.DECOM, saved.origin), (mo.DECAWM, saved.wrap)):
-            if on:
-                self.set_mode(mode)
-            else:
-                self.reset_mode(mode)
+        if saved.origin:
+            self.set_mode(mo.DECOM)
+        else:
+            self.reset_mode(mo.DECOM)
         hidden = self.cursor.hidden  # visibility is a mode, not part of the saved cursor
         self.cursor = copy.copy(saved.cursor)
         self.cursor.hidden = hidden
