@@ -12,15 +12,16 @@ OSC titles, ...), and the SGR pen is folded only from the last SGR reset of each
 (``fold_pen``). Cursor positioning and text are not followed at all — that is a terminal
 emulator's job, and the reason the cut points of ``ring.py`` are full repaints.
 
-Semantics follow xterm (VT510 where xterm does): DECSC/DECRC keep one saved cursor per screen and
+Semantics follow xterm (VT510 where xterm does): DECSC/DECRC (and SCOSC/SCORC, ``CSI s``/``CSI u``,
+which Node's ansi-escapes sends outside Apple's Terminal) keep one saved cursor per screen and
 restore the pen, origin mode and charsets, not autowrap (xterm since patch 328, and tmux); ?1049
 saves the cursor and clears the alternate screen, ?47/?1047 only switch to it; RIS forgets the
 main screen's saved cursor and keeps the alternate screen's (xterm's ReallyReset saves the home
-position on the main screen only). Deliberately not followed: tab stops (HTS/TBC), DECSLRM
-margins, DECSTR, palette and dynamic colours (OSC 4/10-12), hyperlinks (OSC 8), and the saved
-cursor's *position* (only an emulator knows it; ``ModeTracker`` says when a repaint needs it).
-tmux differs where programs rarely go: one DECSC slot for both screens plus one for ?1049, and RIS
-does not leave the alternate screen.
+position on the main screen only). Tab stops are only noted as changed (HTS, TBC): where they are
+is an emulator's to know, as is the saved cursor's *position* (``ModeTracker`` says when a
+repaint needs it). Deliberately not followed: DECSLRM margins, DECSTR, XTSAVE/XTRESTORE, palette
+and dynamic colours (OSC 4/10-12), hyperlinks (OSC 8). tmux differs where programs rarely go: one
+DECSC slot for both screens plus one for ?1049, and RIS does not leave the alternate screen.
 
 Why one module of this size: one escape-sequence scanner whose states must agree with each
 other; split, the parser's states would be spread over files that each see half a sequence.
@@ -90,6 +91,7 @@ class TerminalModes:
     kitty_keyboard: tuple[int, ...] = ()  # the kitty keyboard protocol's stack of flags
     modify_keys: tuple[tuple[int, bytes], ...] = ()  # xterm XTMODKEYS resource -> value
     saved_cursors: tuple[SavedCursor | None, SavedCursor | None] = (None, None)  # main, alt
+    tab_stops_changed: bool = False  # by HTS or TBC since the last reset: no preamble has them
 
     def mode(self, number: int) -> bool | None:
         """Whether DECSET mode ``number`` is set, or None if the stream never said."""
@@ -192,11 +194,11 @@ def _saved_cursor(saved: SavedCursor) -> bytes:
 # -- The tracker ---------------------------------------------------------------------------------
 
 # Sequences that change tracked state, in one pass that the engine enters only at an ESC:
-# RIS, DECSC/DECRC, keypad, OSC, ESC ( 0 (an ESC not followed by another ESC, which would start a
-# new sequence), XTMODKEYS (whose final is SGR's), and DECSET, SM, DECSTBM, ED, DECSCUSR and the
-# kitty keyboard protocol (parameters, then one of a few finals). SGR and cursor moves never
-# match beyond the "[".
-_EVENT = re.compile(rb"\x1b(?:[^\[(\x1b]|\([^B]|\[(?:>[0-9;]*+m|[\x20-\x3f]*+[hlrJqu]))")
+# RIS, DECSC/DECRC, keypad, HTS, OSC, ESC ( 0 (an ESC not followed by another ESC, which would
+# start a new sequence), XTMODKEYS (whose final is SGR's), and DECSET, SM, DECSTBM, ED, DECSCUSR,
+# SCOSC, SCORC, TBC and the kitty keyboard protocol (parameters, then one of a few finals). SGR
+# and cursor moves never match beyond the "[".
+_EVENT = re.compile(rb"\x1b(?:[^\[(\x1b]|\([^B]|\[(?:>[0-9;]*+m|[\x20-\x3f]*+[hlrJqsug]))")
 _DESIGNATE_ASCII = re.compile(rb"\x1b[()]B")  # only looked for while line drawing is designated
 _SHIFT = re.compile(rb"[\x0e\x0f]")
 _CSI = re.compile(rb"\x1b\[([?<>=]?)([0-9;]*)( ?)([\x40-\x7e])")
@@ -249,8 +251,8 @@ class ModeTracker:
 
     ``main_exact`` and ``alt_exact`` say whether a replay from that repaint can put the cursor
     where the stream did: not once a cursor saved before the repaint was restored after it (by
-    DECRC, ?1048l or ?1049l), since the preamble can recreate what a saved cursor holds but not
-    where it is (no cursor position is followed here).
+    DECRC, SCORC, ?1048l or ?1049l), since the preamble can recreate what a saved cursor holds
+    but not where it is (no cursor position is followed here).
     """
 
     def __init__(self, modes: TerminalModes | None = None) -> None:
@@ -279,6 +281,7 @@ class ModeTracker:
         self._modify_keys = dict(m.modify_keys)
         self._saved = list(m.saved_cursors)
         self._saved_from = [_ANY_CUT if m.saved_cursors[0] is None else _NO_CUT, _NO_CUT]
+        self._tabs_changed = m.tab_stops_changed
 
     @property
     def in_alt_screen(self) -> bool:
@@ -306,6 +309,7 @@ class ModeTracker:
             kitty_keyboard=tuple(self._kitty),
             modify_keys=tuple(sorted(self._modify_keys.items())),
             saved_cursors=(self._saved[0], self._saved[1]),
+            tab_stops_changed=self._tabs_changed,
         )
 
     def _pen_at(self, pos: int) -> Pen:
@@ -373,6 +377,8 @@ class ModeTracker:
             self._restore(pos + 2)
         elif kind in (b"=", b">"):
             self._keypad = kind == b"="
+        elif kind == b"H":  # HTS
+            self._tabs_changed = True
         elif kind in (b"(", b")"):
             m = _DESIGNATE.match(buf, pos)
             if m:
@@ -407,15 +413,23 @@ class ModeTracker:
             del self._kitty[max(0, len(self._kitty) - max(1, number(params))) :]
         elif marker == b"=" and final == b"u":
             self._kitty_set(params)
-        elif space:
-            if final == b"q":
+        elif marker or space:
+            if space and final == b"q":
                 self._cursor_style = params if params not in (b"", b"0") else None
+        elif final == b"s":  # SCOSC, unless DECLRMM makes it DECSLRM (xterm)
+            if not self._modes.get(69):
+                self._save(pos)
+        elif final == b"u":  # SCORC; xterm ignores it with parameters
+            if not params:
+                self._restore(m.end())
         elif final in (b"h", b"l"):
             for token in params.split(b";"):
                 if number(token) in ANSI_MODES:
                     self._ansi[number(token)] = final == b"h"
         elif final == b"r":
             self._stbm(params)
+        elif final == b"g":  # TBC
+            self._tabs_changed = True
         elif final == b"J":
             self._erase(pos, m.end(), params)
 

@@ -6,7 +6,8 @@ resident: ``render`` builds one from ``ReplayRing.since_last_repaint()`` and dro
 ``Screen`` is pyte's screen with the parts of xterm that pyte lacks and that a repaint depends on:
 the alternate screen buffer (pyte records ?1049 as a mode and otherwise ignores it), DECSC/DECRC
 with one saved cursor per screen as xterm has them (RIS keeps the alternate screen's; DECRC
-leaves autowrap alone and, with nothing saved, resets the charsets), background-colour erase of
+leaves autowrap alone and, with nothing saved, resets the charsets; SCOSC and SCORC, ``CSI s``
+and ``CSI u``, are DECSC and DECRC, read by ``ByteStream``), background-colour erase of
 the whole screen (pyte only recolours cells that were written before), ED 3 erasing scrollback
 rather than the screen, DECSTBM's defaults and homing, CUP clamped to the scroll region in origin
 mode (pyte ignores the move), and extra parameters and private variants of CSI sequences being
@@ -138,6 +139,18 @@ class Screen(pyte.Screen):
         self.ensure_hbounds()
         self.ensure_vbounds(use_margins=True)
 
+    def save_cursor_sco(self, *params: int, private: bool = False) -> None:
+        """SCOSC (``CSI s``): DECSC, unless left and right margins are on (then it is DECSLRM,
+        which pyte lacks)."""
+        if not private and _DECLRMM not in self.mode:
+            self.save_cursor()
+
+    def restore_cursor_sco(self, *params: int, private: bool = False) -> None:
+        """SCORC (``CSI u``): DECRC; xterm ignores it with parameters. pyte drops the ``>`` of the
+        kitty keyboard protocol's ``CSI > u``, so a push of no flags reads as SCORC here."""
+        if not private and not any(params):
+            self.restore_cursor()
+
     def erase_in_display(self, how: int = 0, *args: Any, **kwargs: Any) -> None:
         if how == 0:
             rows = range(self.cursor.y + 1, self.lines)
@@ -193,6 +206,15 @@ class Screen(pyte.Screen):
             super().cursor_to_line(line)
 
 
+_DECLRMM = 69 << 5  # pyte keeps private modes shifted
+
+
+class ByteStream(pyte.ByteStream):
+    """pyte's byte stream, with SCOSC and SCORC for ``Screen`` (pyte has neither)."""
+
+    csi = {**pyte.ByteStream.csi, "s": "save_cursor_sco", "u": "restore_cursor_sco"}
+
+
 def _lenient(method: Any, private_aware: bool) -> Any:
     """A CSI handler that takes whatever pyte passes it.
 
@@ -225,7 +247,7 @@ def render(data: bytes, rows: int, cols: int, budget: float | None = None) -> Sc
     import time
 
     screen = Screen(cols, rows)
-    stream = pyte.ByteStream(screen)
+    stream = ByteStream(screen)
     deadline = None if budget is None else time.monotonic() + budget
     for i in range(0, len(data), _BLOCK):
         if deadline is not None and time.monotonic() > deadline:

@@ -168,6 +168,20 @@ def test_ris_forgets_the_main_screens_saved_cursor_and_keeps_the_alternates():
     assert modes(b"\x1b[?47h\x1b[32m\x1b7\x1b[?47l\x1bc\x1b[?47h\x1b8").pen == (("fg", b"32"),)
 
 
+def test_sco_save_and_restore_are_decsc_and_decrc():
+    assert modes(b"\x1b[1m\x1b[s\x1b[0m\x1b[u").pen == (("bold", b"1"),)
+    assert modes(b"\x1b[1m\x1b[s\x1b[0m\x1b[1u").pen == ()  # xterm: not with parameters
+    assert modes(b"\x1b[1m\x1b[s\x1b[0m\x1b[<u\x1b[>1u").pen == ()  # the kitty protocol's
+    assert modes(b"\x1b[?69h\x1b[1m\x1b[s\x1b[u").pen == ()  # with DECLRMM, CSI s is DECSLRM
+    assert modes(b"\x1b[s").saved_cursors[0] == SavedCursor()
+
+
+def test_tab_stops_are_noted_as_changed_until_a_reset():
+    assert not modes(b"a\tb").tab_stops_changed
+    assert modes(b"\x1bH").tab_stops_changed and modes(b"\x1b[3g").tab_stops_changed
+    assert not modes(b"\x1b[0g\x1bc").tab_stops_changed
+
+
 # -- what a replay from a repaint cannot know: where a saved cursor was --
 
 
@@ -201,6 +215,8 @@ STATUS = b"\x1b7\x1b[1;1H\x1b[7mstatus\x1b8"
         (b"\x1b[?47h\x1b7\x1b[?47l\x1bc\x1b[?47h\x1b8", False),
         (b"\x1b[?47hx\x1b8", False),
         (b"ab\x1b[?1049h\x1b[H" + STATUS + b"\x1b[?1049l", True),  # closes its own ?1049h
+        (b"ab\x1b[s\x1b[H\x1b[2Jx\x1b[u", False),  # SCOSC, SCORC
+        (b"ab\x1b[H\x1b[2Jx\x1b[s\x1b[u", True),
     ],
 )
 def test_a_repaint_is_exact_unless_a_cursor_saved_before_it_is_restored_after_it(stream, is_exact):

@@ -103,7 +103,17 @@ def tokens(in_alt: st.SearchStrategy[bytes]) -> st.SearchStrategy[bytes]:
     return st.one_of(SCREENFUL, SCREENFUL, SCREENFUL, ENTER_ALT, session)
 
 
-TOKENS = tokens(SCREENFUL)
+# What the streams that need not replay exactly have besides: saves and restores on their own,
+# switches to and from the alternate screen that need not pair up, SCO save and restore, tab
+# stops set and cleared.
+LOOSE = st.sampled_from(
+    [
+        *(b"\x1b7", b"\x1b8", b"\x1b[?1048h", b"\x1b[?1048l", b"\x1b[s", b"\x1b[u"),
+        *(b"\x1b[?1049h", b"\x1b[?1049l", b"\x1b[?1047h", b"\x1b[?1047l"),
+        *(b"\x1b[?47h", b"\x1b[?47l", b"\x1bH", b"\x1b[g", b"\x1b[3g"),
+    ]
+)
+TOKENS = tokens(SCREENFUL) | LOOSE
 CLOSED_TOKENS = tokens(SCREENFUL_IN_PLACE)  # every ?1049l closes the session its ?1049h opened
 SEGMENT_START = st.sampled_from([b"\x1bc", b"\x1b[?1049l\x1b[H\x1b[2J"])
 CHUNKS = st.lists(st.integers(1, 700), min_size=1, max_size=6)
@@ -199,11 +209,16 @@ def test_plain_streams_replay_exactly_once_they_hold_two_screens_of_lines(data, 
 #: that closes the session restores the main screen's cursor, saved by the status line before
 #: the last clear: a repaint cut from that clear cannot know where that cursor was
 _RIS_IN_ALT = b"\x1b[?1049h\x1b[H\x1bca\x1b7\x1b[1;1H\x1b[7mstatus\x1b8\x1b[H\x1b[2J\x1b[?1049l"
+#: an alternate-screen entry leaves the cursor where it was; tab stops cleared before a clear
+_ENTERED = b"a\x1b[?1049h"
+_TABS = b"\x1b[3g\x1b[H\x1b[2Ja\tb"
 
 
 @PROPERTY
 @given(repeated(st.lists(TOKENS, min_size=1, max_size=100)), CHUNKS)
 @example(_RIS_IN_ALT * -(-2048 // len(_RIS_IN_ALT)), [1])
+@example(_ENTERED * -(-2048 // len(_ENTERED)), [1])
+@example(_TABS * -(-2048 // len(_TABS)), [5])
 def test_any_stream_restores_modes_pen_and_region_and_is_exact_when_it_says_so(data, sizes):
     ring = feed(data, sizes)
     cut = ring.cut(ROWS)

@@ -83,6 +83,15 @@ def test_restore_without_save_homes_and_resets_the_pen_and_charsets():
     assert render(b"\x1b(0\x1b8q", 3, 10).text()[0] == "q"  # not line drawing's "─"
 
 
+def test_sco_save_and_restore_are_decsc_and_decrc_unless_margins_are_on():
+    screen = render(b"\x1b[2;3H\x1b[1m\x1b[s\x1b[0m\x1b[3;5H\x1b[u", 3, 10)
+    assert (screen.cursor.x, screen.cursor.y) == (2, 1) and screen.cursor.attrs.bold
+    screen = render(b"\x1b[2;3H\x1b[s\x1b[3;5H\x1b[1u", 3, 10)  # xterm: not with parameters
+    assert (screen.cursor.x, screen.cursor.y) == (4, 2)
+    screen = render(b"\x1b[?69h\x1b[2;3H\x1b[s\x1b[3;5H\x1b[u", 3, 10)  # CSI s is DECSLRM
+    assert (screen.cursor.x, screen.cursor.y) == (0, 0)
+
+
 def test_clear_with_a_background_colour_colours_every_cell():
     screen = render(b"\x1b[44m\x1b[2J", 2, 3)
     assert all(screen.buffer[y][x].bg == "blue" for y in range(2) for x in range(3))
