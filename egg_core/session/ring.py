@@ -13,8 +13,9 @@ at a cut point, then the ring from that cut point. The cut point is, in order of
    and short however long ago the last clear was.
 2. ``repaint``: the last full repaint of the screen in use (stream start, RIS, a clear screen next
    to an absolute cursor position, alternate-screen entry) still in the ring. Exact, unless a
-   cursor saved before it is restored after it (DECRC, ?1048l, ?1049l: the preamble recreates
-   what a saved cursor holds, not where it is).
+   cursor saved before it is restored after it (DECRC, SCORC, ?1048l, ?1049l: the preamble
+   recreates what a saved cursor holds, not where it is), or it is an entry that no cursor
+   position follows (the entry leaves the cursor where the main screen had it).
 3. ``fallback``: the oldest safe point in the ring. Content drawn before the ring's window and
    never redrawn since is lost, so the daemon should make the program repaint (a SIGWINCH) when
    ``Cut.exact`` is false.
@@ -23,8 +24,7 @@ at a cut point, then the ring from that cut point. The cut point is, in order of
 (characters, attributes, cursor position and visibility), modes and pen as the whole stream did,
 except for the main screen hidden behind an alternate screen entered before the cut. No cut is
 exact when the replay tabs (HT, CHT, CBT) with tab stops changed before it (only an emulator knows
-where they are). Terminals are taken to be xterm's kind
-(``modes`` says where it and tmux differ).
+where they are). Terminals are taken to be xterm's kind (``modes`` says where tmux differs).
 """
 
 from __future__ import annotations
