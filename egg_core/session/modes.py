@@ -12,11 +12,16 @@ OSC titles, ...), and the SGR pen is folded only from the last SGR reset of each
 (``fold_pen``). Cursor positioning and text are not followed at all — that is a terminal
 emulator's job, and the reason the cut points of ``ring.py`` are full repaints.
 
-Semantics follow xterm (VT510 where xterm does): DECSC/DECRC keep one saved cursor per screen and
-restore the pen, origin mode and autowrap; ?1049 saves the cursor and clears the alternate screen,
-?47/?1047 only switch to it. Deliberately not followed: tab stops (HTS/TBC), DECSLRM margins,
-DECSTR, palette and dynamic colours (OSC 4/10-12), hyperlinks (OSC 8), and the saved cursor's
-*position* (only an emulator knows it).
+Semantics follow xterm (VT510 where xterm does): DECSC/DECRC (and SCOSC/SCORC, ``CSI s``/``CSI u``,
+which Node's ansi-escapes sends outside Apple's Terminal) keep one saved cursor per screen and
+restore the pen, origin mode and charsets, not autowrap (xterm since patch 328, and tmux); ?1049
+saves the cursor and clears the alternate screen, ?47/?1047 only switch to it; RIS forgets the
+main screen's saved cursor and keeps the alternate screen's (xterm's ReallyReset saves the home
+position on the main screen only). Tab stops are only noted as changed (HTS, TBC): where they are
+is an emulator's to know, as is the saved cursor's *position* (``ModeTracker`` says when a
+repaint needs it). Deliberately not followed: DECSLRM margins, DECSTR, XTSAVE/XTRESTORE, palette
+and dynamic colours (OSC 4/10-12), hyperlinks (OSC 8). tmux differs where programs rarely go: one
+DECSC slot for both screens plus one for ?1049, and RIS does not leave the alternate screen.
 
 Why one module of this size: one escape-sequence scanner whose states must agree with each
 other; split, the parser's states would be spread over files that each see half a sequence.
@@ -25,6 +30,7 @@ other; split, the parser's states would be spread over files that each see half 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable
 
 import attrs
@@ -56,7 +62,6 @@ class SavedCursor:
 
     pen: tuple[tuple[str, bytes], ...] = ()
     origin: bool | None = None
-    autowrap: bool | None = None
     g0: bytes | None = None
     g1: bytes | None = None
     shift_out: bool = False
@@ -86,6 +91,7 @@ class TerminalModes:
     kitty_keyboard: tuple[int, ...] = ()  # the kitty keyboard protocol's stack of flags
     modify_keys: tuple[tuple[int, bytes], ...] = ()  # xterm XTMODKEYS resource -> value
     saved_cursors: tuple[SavedCursor | None, SavedCursor | None] = (None, None)  # main, alt
+    tab_stops_changed: bool = False  # by HTS or TBC since the last reset: no preamble has them
 
     def mode(self, number: int) -> bool | None:
         """Whether DECSET mode ``number`` is set, or None if the stream never said."""
@@ -120,18 +126,24 @@ class TerminalModes:
         """Escape sequences that put a freshly reset terminal into this state.
 
         Saved cursors come first: each screen's is recreated with DECSC (ESC 7) so that a DECRC
-        in the replay restores the right pen, origin mode and autowrap (the position it restores
-        is the top left corner: only an emulator knows the real one). Then the alternate screen,
-        so that everything after lands there. The pen comes last because several of the others
+        in the replay restores the right pen, origin mode and charsets (the position it restores
+        is the top left corner: only an emulator knows the real one, and the cut says it is not
+        exact when that matters). The alternate screen's is recreated on it even when the main
+        screen is in use (the client's was kept by the reset). Then the alternate screen, so that
+        everything after lands there. The pen comes last because several of the others
         (DECSCNM, and XTMODKEYS in emulators that mistake it for SGR) disturb it.
         """
         main, alt = self.saved_cursors
-        out = [_saved_cursor(main)] if main is not None else []
+        out = []
+        if alt is not None and not self.alt_screen:  # ?47 neither clears nor saves; first, so
+            out += [b"\x1b[?47h", _saved_cursor(alt), b"\x1b[?47l"]  # tmux's one slot gets main's
+        if main is not None:
+            out.append(_saved_cursor(main))
         if self.alt_screen:
             out.append(b"\x1b[?%dh" % self.alt_screen)
             if alt is not None:
                 out.append(_saved_cursor(alt))
-        if main is not None or (self.alt_screen and alt is not None):
+        if main is not None or alt is not None:
             out.append(_DEFAULTS)  # undo what recreating the saved cursors set
         for modes, intro in ((self.private_modes, b"\x1b[?"), (self.ansi_modes, b"\x1b[")):
             for value, final in ((True, b"h"), (False, b"l")):
@@ -164,15 +176,13 @@ class TerminalModes:
         return b"".join(out)
 
 
-_DEFAULTS = b"\x1b[?6l\x1b[?7h\x1b(B\x1b)B\x0f\x1b[0m"
+_DEFAULTS = b"\x1b[?6l\x1b(B\x1b)B\x0f\x1b[0m"
 
 
 def _saved_cursor(saved: SavedCursor) -> bytes:
     """From defaults, set what ``saved`` holds, then save it with DECSC."""
     modes = TerminalModes(
-        private_modes=tuple(
-            (n, on) for n, on in ((6, saved.origin), (7, saved.autowrap)) if on is not None
-        ),
+        private_modes=() if saved.origin is None else ((6, saved.origin),),
         g0=saved.g0,
         g1=saved.g1,
         shift_out=saved.shift_out,
@@ -184,11 +194,11 @@ def _saved_cursor(saved: SavedCursor) -> bytes:
 # -- The tracker ---------------------------------------------------------------------------------
 
 # Sequences that change tracked state, in one pass that the engine enters only at an ESC:
-# RIS, DECSC/DECRC, keypad, OSC, ESC ( 0 (an ESC not followed by another ESC, which would start a
-# new sequence), XTMODKEYS (whose final is SGR's), and DECSET, SM, DECSTBM, ED, DECSCUSR and the
-# kitty keyboard protocol (parameters, then one of a few finals). SGR and cursor moves never
-# match beyond the "[".
-_EVENT = re.compile(rb"\x1b(?:[^\[(\x1b]|\([^B]|\[(?:>[0-9;]*+m|[\x20-\x3f]*+[hlrJqu]))")
+# RIS, DECSC/DECRC, keypad, HTS, OSC, ESC ( 0 (an ESC not followed by another ESC, which would
+# start a new sequence), XTMODKEYS (whose final is SGR's), and DECSET, SM, DECSTBM, ED, DECSCUSR,
+# SCOSC, SCORC, TBC and the kitty keyboard protocol (parameters, then one of a few finals). SGR
+# and cursor moves never match beyond the "[".
+_EVENT = re.compile(rb"\x1b(?:[^\[(\x1b]|\([^B]|\[(?:>[0-9;]*+m|[\x20-\x3f]*+[hlrJqsug]))")
 _DESIGNATE_ASCII = re.compile(rb"\x1b[()]B")  # only looked for while line drawing is designated
 _SHIFT = re.compile(rb"[\x0e\x0f]")
 _CSI = re.compile(rb"\x1b\[([?<>=]?)([0-9;]*)( ?)([\x40-\x7e])")
@@ -224,6 +234,11 @@ def _unfinished(buf: bytes) -> int:
 
 Repaint = tuple[int, TerminalModes]
 
+# Where the position a saved cursor holds is known from, in ``ModeTracker._saved_from``: the
+# latest stream offset a replay may start at and still save the same position, or one of these.
+_ANY_CUT = sys.maxsize  # home, as after RIS on the main screen: a reset client has it too
+_NO_CUT = -1  # only the client's terminal knows (xterm keeps the alternate screen's across RIS)
+
 
 class ModeTracker:
     """Follows a stream's terminal state, and where its last full repaints were.
@@ -233,12 +248,18 @@ class ModeTracker:
     ``alt_repaint`` are the stream offsets of the last full repaint of each screen — stream start,
     RIS, a clear screen with an absolute cursor position, alternate-screen entry — with the state
     just before it, which is what a replay starting there needs.
+
+    ``main_exact`` and ``alt_exact`` say whether a replay from that repaint can put the cursor
+    where the stream did: not once a cursor saved before the repaint was restored after it (by
+    DECRC, SCORC, ?1048l or ?1049l), since the preamble can recreate what a saved cursor holds
+    but not where it is (no cursor position is followed here).
     """
 
     def __init__(self, modes: TerminalModes | None = None) -> None:
         self._load(modes or TerminalModes())
         self.main_repaint: Repaint = (0, TerminalModes())
         self.alt_repaint: Repaint | None = None
+        self.main_exact = self.alt_exact = True
         self._tail = b""  # the last bytes scanned, to see a CUP just before ESC[2J
         self._pending: tuple[int, int, TerminalModes, bool] | None = None  # ESC[2J at chunk end
         self._buf = b""
@@ -259,6 +280,8 @@ class ModeTracker:
         self._kitty = list(m.kitty_keyboard)
         self._modify_keys = dict(m.modify_keys)
         self._saved = list(m.saved_cursors)
+        self._saved_from = [_ANY_CUT if m.saved_cursors[0] is None else _NO_CUT, _NO_CUT]
+        self._tabs_changed = m.tab_stops_changed
 
     @property
     def in_alt_screen(self) -> bool:
@@ -286,6 +309,7 @@ class ModeTracker:
             kitty_keyboard=tuple(self._kitty),
             modify_keys=tuple(sorted(self._modify_keys.items())),
             saved_cursors=(self._saved[0], self._saved[1]),
+            tab_stops_changed=self._tabs_changed,
         )
 
     def _pen_at(self, pos: int) -> Pen:
@@ -341,16 +365,20 @@ class ModeTracker:
         buf = self._buf
         kind = buf[pos + 1 : pos + 2]
         if kind == b"c":  # RIS
-            self.main_repaint = (self._base + pos, self._state_at(pos))
-            self._load(TerminalModes())
+            self._set_repaint(False, (self._base + pos, self._state_at(pos)))
+            self._set_repaint(True, None)
+            kept, kept_from = self._saved[1], self._saved_from[1]  # xterm keeps the alternate's
+            self._load(TerminalModes(saved_cursors=(None, kept)))
+            self._saved_from[1] = kept_from
             self._pen_from = pos + 2
-            self.alt_repaint = None
         elif kind == b"7":
             self._save(pos)
         elif kind == b"8":
             self._restore(pos + 2)
         elif kind in (b"=", b">"):
             self._keypad = kind == b"="
+        elif kind == b"H":  # HTS
+            self._tabs_changed = True
         elif kind in (b"(", b")"):
             m = _DESIGNATE.match(buf, pos)
             if m:
@@ -385,15 +413,23 @@ class ModeTracker:
             del self._kitty[max(0, len(self._kitty) - max(1, number(params))) :]
         elif marker == b"=" and final == b"u":
             self._kitty_set(params)
-        elif space:
-            if final == b"q":
+        elif marker or space:
+            if space and final == b"q":
                 self._cursor_style = params if params not in (b"", b"0") else None
+        elif final == b"s":  # SCOSC, unless DECLRMM makes it DECSLRM (xterm)
+            if not self._modes.get(69):
+                self._save(pos)
+        elif final == b"u":  # SCORC; xterm ignores it with parameters
+            if not params:
+                self._restore(m.end())
         elif final in (b"h", b"l"):
             for token in params.split(b";"):
                 if number(token) in ANSI_MODES:
                     self._ansi[number(token)] = final == b"h"
         elif final == b"r":
             self._stbm(params)
+        elif final == b"g":  # TBC
+            self._tabs_changed = True
         elif final == b"J":
             self._erase(pos, m.end(), params)
 
@@ -421,11 +457,11 @@ class ModeTracker:
         self, n: int, on: bool, pos: int, end: int, before: TerminalModes | None
     ) -> None:
         if on:
-            if n == 1049:
-                self._save(pos)
+            if n == 1049:  # saves the cursor as it was before the sequence, where a cut may be
+                self._save(pos, known_until=self._base + pos - 1 if self._base + pos else 0)
             entering = not self._alt
             if before is not None and (n == 1049 or (entering and self._alt_clean)):
-                self.alt_repaint = (self._base + pos, before)
+                self._set_repaint(True, (self._base + pos, before))
             if entering:
                 self._alt = n
             self._alt_clean = False
@@ -433,31 +469,43 @@ class ModeTracker:
             if self._alt:
                 self._alt_clean = n == 1047  # ?1047l clears the alternate screen as it leaves
                 self._alt = 0
-                self.alt_repaint = None
+                self._set_repaint(True, None)
             if n == 1049:
                 self._restore(end)
 
-    def _save(self, pos: int) -> None:
-        self._saved[1 if self._alt else 0] = SavedCursor(
+    def _save(self, pos: int, known_until: int | None = None) -> None:
+        """DECSC at buf[pos]. A replay starting at or before ``known_until`` (by default the
+        sequence itself) saves the same position."""
+        slot = 1 if self._alt else 0
+        self._saved[slot] = SavedCursor(
             pen=tuple(sorted(self._pen_at(pos).items())),
             origin=self._modes.get(6),
-            autowrap=self._modes.get(7),
             g0=self._g0,
             g1=self._g1,
             shift_out=self._shift_out,
         )
+        self._saved_from[slot] = self._base + pos if known_until is None else known_until
 
     def _restore(self, end: int) -> None:
-        """DECRC at buf[:end]: the saved pen, origin mode and autowrap come back (VT510)."""
-        saved = self._saved[1 if self._alt else 0]
+        """DECRC at buf[:end]: the saved pen, origin mode and charsets come back (xterm).
+
+        A repaint after the point the saved position is known from can no longer be replayed
+        exactly: the cursor lands where the preamble recreated the saved one, the top left corner.
+        """
+        slot = 1 if self._alt else 0
+        known_until = self._saved_from[slot]
+        if known_until < self.main_repaint[0]:
+            self.main_exact = False
+        if self.alt_repaint is not None and known_until < self.alt_repaint[0]:
+            self.alt_exact = False
+        saved = self._saved[slot]
         if saved is None:  # nothing saved: home, origin mode off, default pen and charsets
-            saved = SavedCursor(origin=False, autowrap=self._modes.get(7))
+            saved = SavedCursor(origin=False)
         self._pen, self._pen_from = dict(saved.pen), end
-        for mode, value in ((6, saved.origin), (7, saved.autowrap)):
-            if value is None:
-                self._modes.pop(mode, None)
-            else:
-                self._modes[mode] = value
+        if saved.origin is None:
+            self._modes.pop(6, None)
+        else:
+            self._modes[6] = saved.origin
         self._g0, self._g1, self._shift_out = saved.g0, saved.g1, saved.shift_out
 
     def _stbm(self, params: bytes) -> None:
@@ -497,19 +545,19 @@ class ModeTracker:
         i = after - self._base
         if i >= 0 and _CUP.match(self._buf, i, end):
             self._pending = None
-            if alt:
-                self.alt_repaint = (pos, state)
-            else:
-                self.main_repaint = (pos, state)
+            self._set_repaint(alt, (pos, state))
         elif not (i >= 0 and _CUP_UNFINISHED.match(self._buf, i)):
             self._pending = None
 
     def _repaint(self, pos: int, state: TerminalModes) -> None:
         self._pending = None
-        if self._alt:
-            self.alt_repaint = (pos, state)
-        else:
-            self.main_repaint = (pos, state)
+        self._set_repaint(bool(self._alt), (pos, state))
+
+    def _set_repaint(self, alt: bool, repaint: Repaint | None) -> None:
+        if alt:
+            self.alt_repaint, self.alt_exact = repaint, True
+        elif repaint is not None:
+            self.main_repaint, self.main_exact = repaint, True
 
     def _xtmodkeys(self, params: bytes) -> None:
         parts = params.split(b";")

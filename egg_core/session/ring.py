@@ -12,15 +12,19 @@ at a cut point, then the ring from that cut point. The cut point is, in order of
    scrollback). Such a tail scrolls everything before it off the screen, so the repaint is exact
    and short however long ago the last clear was.
 2. ``repaint``: the last full repaint of the screen in use (stream start, RIS, a clear screen next
-   to an absolute cursor position, alternate-screen entry) still in the ring. Exact.
+   to an absolute cursor position, alternate-screen entry) still in the ring. Exact, unless a
+   cursor saved before it is restored after it (DECRC, SCORC, ?1048l, ?1049l: the preamble
+   recreates what a saved cursor holds, not where it is), or it is an entry that no cursor
+   position follows (the entry leaves the cursor where the main screen had it).
 3. ``fallback``: the oldest safe point in the ring. Content drawn before the ring's window and
    never redrawn since is lost, so the daemon should make the program repaint (a SIGWINCH) when
    ``Cut.exact`` is false.
 
 "Exact" means: fed to a fresh terminal of the same size, the payload shows the same screen
 (characters, attributes, cursor position and visibility), modes and pen as the whole stream did,
-except for what only an emulator could know: a cursor saved before the cut and restored after it,
-tab stops, and the main screen hidden behind an alternate screen entered before the cut.
+except for the main screen hidden behind an alternate screen entered before the cut. No cut is
+exact when the replay tabs (HT, CHT, CBT) with tab stops changed before it (only an emulator knows
+where they are). Terminals are taken to be xterm's kind (``modes`` says where tmux differs).
 """
 
 from __future__ import annotations
@@ -52,6 +56,19 @@ _NOT_PLAIN = re.compile(
     rb"|\xc2[\x80-\x9f]"
 )
 _FALLBACK_SEARCH = 4096  # how far past a checkpoint the fallback looks for a line or sequence
+# An alternate-screen entry leaves the cursor where the main screen had it, which a replay from
+# the entry does not know: such a cut is exact only if an absolute cursor position comes before
+# anything that depends on or saves the cursor. What may come between: DECSET (no screen switch
+# or save), SM/RM, SGR, DECSTBM, ED 2, keyboard protocols, cursor style, window operations,
+# queries, OSC strings, keypad and charset selection, BEL.
+_ENTRY = re.compile(rb"\x1b\[\?[0-9;]*h")
+_TABBING = re.compile(rb"\t|\x1b\[[0-9]*[IZ]")  # HT, CHT, CBT
+_POSITIONED = re.compile(
+    rb"(?:\x1b\[\?(?!(?:[0-9;]*;)?(?:47|1047|1048|1049)[;hl])[0-9;]*[hl]|\x1b\[[0-9;:]*[hlmr]"
+    rb"|\x1b\[2J|\x1b\[[<>=?][0-9;]*[umcq]|\x1b\[[0-9;]*(?: q|[tcn])|\x1b\[\?[0-9;]*\$p"
+    rb"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[=>]|\x1b[()][\x20-\x2f]*[\x30-\x7e]|\x07)*"
+    rb"\x1b\[[0-9;]*[Hf]"
+)
 
 
 @attrs.frozen
@@ -180,17 +197,34 @@ class ReplayRing:
         """Where a replay for a client with ``rows`` rows starts (see the module docstring)."""
         floor = self.start if max_bytes is None else max(self.start, self._total - max_bytes)
         tracker = self._tracker
-        repaint = tracker.alt_repaint if tracker.in_alt_screen else tracker.main_repaint
+        alt = tracker.in_alt_screen
+        repaint = tracker.alt_repaint if alt else tracker.main_repaint
+        exact = tracker.alt_exact if alt else tracker.main_exact
         if repaint is not None and repaint[0] < floor:
             repaint = None
         if not tracker.in_alt_screen:
             after = floor if repaint is None else repaint[0]
             plain = self._plain_cut(max(rows, 1), history, after)
             if plain is not None:
-                return plain
+                return self._unless_tabbing(plain)
         if repaint is not None:
-            return Cut(start=repaint[0], modes=repaint[1], exact=True, kind="repaint")
+            exact = exact and (not alt or self._positioned_after_entry(repaint[0]))
+            cut = Cut(start=repaint[0], modes=repaint[1], exact=exact, kind="repaint")
+            return self._unless_tabbing(cut)
         return self._fallback_cut(floor)
+
+    def _unless_tabbing(self, cut: Cut) -> Cut:
+        """``cut``, not exact if the replay tabs with tab stops changed before it."""
+        if cut.exact and cut.modes.tab_stops_changed and _TABBING.search(self.read(cut.start)):
+            return attrs.evolve(cut, exact=False)
+        return cut
+
+    def _positioned_after_entry(self, start: int) -> bool:
+        """Whether the repaint at ``start``, if an alternate-screen entry, positions the cursor
+        before it matters (see ``_POSITIONED``). Clears are next to a position by definition."""
+        ahead = self.read(start, min(self._total, start + _FALLBACK_SEARCH))
+        entry = _ENTRY.match(ahead)
+        return entry is None or _POSITIONED.match(ahead, entry.end()) is not None
 
     def _plain_cut(self, rows: int, history: int, floor: int) -> Cut | None:
         """The latest line start with a plain tail of 2*rows (ideally 2*rows+history) lines.

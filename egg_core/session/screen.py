@@ -5,10 +5,13 @@ resident: ``render`` builds one from ``ReplayRing.since_last_repaint()`` and dro
 
 ``Screen`` is pyte's screen with the parts of xterm that pyte lacks and that a repaint depends on:
 the alternate screen buffer (pyte records ?1049 as a mode and otherwise ignores it), DECSC/DECRC
-with one saved cursor per screen, background-colour erase of the whole screen (pyte only recolours
-cells that were written before), ED 3 erasing scrollback rather than the screen, DECSTBM's
-defaults and homing, CUP clamped to the scroll region in origin mode (pyte ignores the move), and
-extra parameters and private variants of CSI sequences being ignored rather than crashing pyte.
+with one saved cursor per screen as xterm has them (RIS keeps the alternate screen's; DECRC
+leaves autowrap alone and, with nothing saved, resets the charsets; SCOSC and SCORC, ``CSI s``
+and ``CSI u``, are DECSC and DECRC, read by ``ByteStream``), background-colour erase of
+the whole screen (pyte only recolours cells that were written before), ED 3 erasing scrollback
+rather than the screen, DECSTBM's defaults and homing, CUP clamped to the scroll region in origin
+mode (pyte ignores the move), and extra parameters and private variants of CSI sequences being
+ignored rather than crashing pyte.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections import defaultdict
 from typing import Any
 
 import pyte
+from pyte import charsets as cs
 from pyte import modes as mo
 from pyte.screens import Char, Margins, Savepoint, StaticDefaultDict
 
@@ -44,10 +48,13 @@ class Screen(pyte.Screen):
             setattr(self, name, _lenient(getattr(self, name), name in _PRIVATE_AWARE))
 
     def reset(self) -> None:
+        """RIS. xterm's saves the home position on the main screen only: the alternate screen's
+        saved cursor survives it."""
+        kept = self._saved[1] if hasattr(self, "_saved") else None
         super().reset()
         self.in_alt_screen = False
         self._other = self._blank()  # the screen not shown: main while in the alternate one
-        self._saved: list[Savepoint | None] = [None, None]  # DECSC slot of main and alternate
+        self._saved: list[Savepoint | None] = [None, kept]  # DECSC slot of main and alternate
         self.savepoints = []
 
     def text(self) -> list[str]:
@@ -109,27 +116,40 @@ class Screen(pyte.Screen):
         )
 
     def restore_cursor(self) -> None:
-        """DECRC as VT510 has it: origin mode and autowrap come back as saved, whatever they were.
+        """DECRC as xterm has it: origin mode comes back as saved, whatever it was; autowrap is
+        left alone (xterm since patch 328, and tmux; VT510 restored it).
 
-        With nothing saved: home, origin mode off, default pen (pyte keeps the pen).
+        With nothing saved: home, origin mode off, default pen and charsets (pyte keeps both).
         """
         saved = self._saved[self.in_alt_screen]
         if saved is None:
             self.reset_mode(mo.DECOM)
             self.cursor.attrs = self.default_char
+            self.g0_charset, self.g1_charset, self.charset = cs.LAT1_MAP, cs.VT100_MAP, 0
             self.cursor_position()
             return
         self.g0_charset, self.g1_charset, self.charset = saved[1:4]
-        for mode, on in ((mo.DECOM, saved.origin), (mo.DECAWM, saved.wrap)):
-            if on:
-                self.set_mode(mode)
-            else:
-                self.reset_mode(mode)
+        if saved.origin:
+            self.set_mode(mo.DECOM)
+        else:
+            self.reset_mode(mo.DECOM)
         hidden = self.cursor.hidden  # visibility is a mode, not part of the saved cursor
         self.cursor = copy.copy(saved.cursor)
         self.cursor.hidden = hidden
         self.ensure_hbounds()
         self.ensure_vbounds(use_margins=True)
+
+    def save_cursor_sco(self, *params: int, private: bool = False) -> None:
+        """SCOSC (``CSI s``): DECSC, unless left and right margins are on (then it is DECSLRM,
+        which pyte lacks)."""
+        if not private and _DECLRMM not in self.mode:
+            self.save_cursor()
+
+    def restore_cursor_sco(self, *params: int, private: bool = False) -> None:
+        """SCORC (``CSI u``): DECRC; xterm ignores it with parameters. pyte drops the ``>`` of the
+        kitty keyboard protocol's ``CSI > u``, so a push of no flags reads as SCORC here."""
+        if not private and not any(params):
+            self.restore_cursor()
 
     def erase_in_display(self, how: int = 0, *args: Any, **kwargs: Any) -> None:
         if how == 0:
@@ -186,6 +206,15 @@ class Screen(pyte.Screen):
             super().cursor_to_line(line)
 
 
+_DECLRMM = 69 << 5  # pyte keeps private modes shifted
+
+
+class ByteStream(pyte.ByteStream):
+    """pyte's byte stream, with SCOSC and SCORC for ``Screen`` (pyte has neither)."""
+
+    csi = {**pyte.ByteStream.csi, "s": "save_cursor_sco", "u": "restore_cursor_sco"}
+
+
 def _lenient(method: Any, private_aware: bool) -> Any:
     """A CSI handler that takes whatever pyte passes it.
 
@@ -218,7 +247,7 @@ def render(data: bytes, rows: int, cols: int, budget: float | None = None) -> Sc
     import time
 
     screen = Screen(cols, rows)
-    stream = pyte.ByteStream(screen)
+    stream = ByteStream(screen)
     deadline = None if budget is None else time.monotonic() + budget
     for i in range(0, len(data), _BLOCK):
         if deadline is not None and time.monotonic() > deadline:

@@ -10,16 +10,14 @@ compared: after an alternate-screen cut the hidden main screen is blank in the r
 
 from __future__ import annotations
 
-import pyte
-
 from egg_core.session.ring import ReplayRing
-from egg_core.session.screen import Screen
+from egg_core.session.screen import ByteStream, Screen
 
 
 def emulate(data: bytes, rows: int, cols: int) -> Screen:
     """A fresh rows x cols terminal after ``data``."""
     screen = Screen(cols, rows)
-    pyte.ByteStream(screen).feed(data)
+    ByteStream(screen).feed(data)
     return screen
 
 

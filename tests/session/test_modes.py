@@ -145,10 +145,10 @@ def test_modify_other_keys():
     assert modes(b"\x1b[>4;2m").pen == ()  # not an SGR
 
 
-def test_saved_cursor_restores_pen_origin_and_autowrap():
+def test_saved_cursor_restores_pen_and_origin_but_not_autowrap():
     m = modes(b"\x1b[1;32m\x1b[?6h\x1b7\x1b[0m\x1b[?6l\x1b[?7l\x1b8")
     assert m.pen == (("bold", b"1"), ("fg", b"32"))
-    assert m.origin and m.mode(7) is None
+    assert m.origin and m.mode(7) is False  # xterm since patch 328, and tmux
 
 
 def test_each_screen_has_its_own_saved_cursor():
@@ -160,6 +160,68 @@ def test_each_screen_has_its_own_saved_cursor():
 def test_restore_without_save_resets_pen_and_origin():
     m = modes(b"\x1b[?6h\x1b[4m\x1b8")
     assert m.pen == () and not m.origin
+
+
+def test_ris_forgets_the_main_screens_saved_cursor_and_keeps_the_alternates():
+    m = modes(b"\x1b[31m\x1b7\x1b[?47h\x1b[32m\x1b7\x1b[?47l\x1bc")
+    assert m.saved_cursors == (None, SavedCursor(pen=(("fg", b"32"),)))
+    assert modes(b"\x1b[?47h\x1b[32m\x1b7\x1b[?47l\x1bc\x1b[?47h\x1b8").pen == (("fg", b"32"),)
+
+
+def test_sco_save_and_restore_are_decsc_and_decrc():
+    assert modes(b"\x1b[1m\x1b[s\x1b[0m\x1b[u").pen == (("bold", b"1"),)
+    assert modes(b"\x1b[1m\x1b[s\x1b[0m\x1b[1u").pen == ()  # xterm: not with parameters
+    assert modes(b"\x1b[1m\x1b[s\x1b[0m\x1b[<u\x1b[>1u").pen == ()  # the kitty protocol's
+    assert modes(b"\x1b[?69h\x1b[1m\x1b[s\x1b[u").pen == ()  # with DECLRMM, CSI s is DECSLRM
+    assert modes(b"\x1b[s").saved_cursors[0] == SavedCursor()
+
+
+def test_tab_stops_are_noted_as_changed_until_a_reset():
+    assert not modes(b"a\tb").tab_stops_changed
+    assert modes(b"\x1bH").tab_stops_changed and modes(b"\x1b[3g").tab_stops_changed
+    assert not modes(b"\x1b[0g\x1bc").tab_stops_changed
+
+
+# -- what a replay from a repaint cannot know: where a saved cursor was --
+
+
+def exact(*chunks: bytes) -> bool:
+    tracker = track(*chunks)._tracker
+    return tracker.alt_exact if tracker.in_alt_screen else tracker.main_exact
+
+
+STATUS = b"\x1b7\x1b[1;1H\x1b[7mstatus\x1b8"
+
+
+@pytest.mark.parametrize(
+    ("stream", "is_exact"),
+    [
+        (b"ab" + STATUS + b"\x1b[H\x1b[2Jx", True),  # saved and restored before the repaint
+        (b"ab\x1b[H\x1b[2Jx" + STATUS, True),  # both after it
+        (b"ab\x1b7\x1b[H\x1b[2Jx\x1b8", False),  # saved before, restored after
+        (b"ab\x1b[?1048h\x1b[H\x1b[2Jx\x1b[?1048l", False),
+        (b"ab\x1b7\x1b[H\x1b[2Jx\x1b7\x1b8", True),  # saved again after it
+        (b"\x1b7x\x1b8", True),  # saved at the stream's first byte: home, for the replay too
+        (b"ab\x1b7\x1bcx\x1b8", True),  # RIS forgot it: home, for a reset client too
+        (b"ab\x1b[H\x1b[2Jx\x1b8", True),  # nothing saved on the main screen: home
+        (b"ab\x1b7\x1b[H\x1b[2Jx", True),  # never restored
+        # found by CI: RIS in the alternate screen, so ?1049l restores the main screen's cursor
+        (b"\x1b[?1049h\x1b[H\x1bca" + STATUS + b"\x1b[H\x1b[2J\x1b[?1049l", False),
+        (b"\x1b[?1049h\x1b[H\x1bca" + STATUS + b"\x1b[?1049l\x1b[H\x1b[2J", True),
+        # ?1049h in the alternate screen saves its cursor as it was before, which a cut there lacks
+        (b"\x1b[?1049h\x1b[3;3H\x1b[?1049h\x1b[H\x1b8", False),
+        (b"\x1b[?1049h\x1b[3;3H\x1b[?1049h\x1b[H\x1b7\x1b8", True),
+        # the alternate screen's saved cursor outlives RIS, and a reset client keeps its own
+        (b"\x1b[?47h\x1b7\x1b[?47l\x1bc\x1b[?47h\x1b8", False),
+        (b"\x1b[?47hx\x1b8", False),
+        (b"ab\x1b[?1049h\x1b[H" + STATUS + b"\x1b[?1049l", True),  # closes its own ?1049h
+        (b"ab\x1b[s\x1b[H\x1b[2Jx\x1b[u", False),  # SCOSC, SCORC
+        (b"ab\x1b[H\x1b[2Jx\x1b[s\x1b[u", True),
+    ],
+)
+def test_a_repaint_is_exact_unless_a_cursor_saved_before_it_is_restored_after_it(stream, is_exact):
+    assert exact(stream) is is_exact
+    assert exact(*(stream[i : i + 1] for i in range(len(stream)))) is is_exact
 
 
 # -- repaint points --
@@ -305,7 +367,7 @@ def test_pen_sgr_puts_the_underline_colour_first_and_clears_intensity_first():
 
 # -- the preamble --
 
-DEFAULTS = b"\x1b[?6l\x1b[?7h\x1b(B\x1b)B\x0f\x1b[0m"
+DEFAULTS = b"\x1b[?6l\x1b(B\x1b)B\x0f\x1b[0m"
 
 
 def test_preamble_of_the_default_state_is_empty():
@@ -327,6 +389,14 @@ def test_preamble_orders_alternate_screen_first_and_pen_last():
 def test_preamble_recreates_saved_cursors_then_returns_to_defaults():
     m = modes(b"\x1b[1m\x1b[?6h\x1b7\x1b[0m\x1b[?6l")
     assert m.preamble() == DEFAULTS + b"\x1b[?6h\x1b[0;1m\x1b7" + DEFAULTS + b"\x1b[?6l"
+
+
+def test_preamble_recreates_the_alternate_screens_saved_cursor_from_the_main_screen():
+    m = modes(b"\x1b[?47h\x1b[32m\x1b7\x1b[?47l\x1b[0;1m\x1b7")
+    alt, main = b"\x1b[0;32m\x1b7", b"\x1b[0;1m\x1b7"
+    assert m.preamble() == (
+        b"\x1b[?47h" + DEFAULTS + alt + b"\x1b[?47l" + DEFAULTS + main + DEFAULTS + b"\x1b[0;1m"
+    )
 
 
 # -- robustness --
@@ -366,7 +436,7 @@ def test_tracking_does_not_depend_on_chunking(pieces, sizes):
         split.feed(data[i : i + sizes[k % len(sizes)]])
         i, k = i + sizes[k % len(sizes)], k + 1
     assert split.modes() == whole.modes()
-    for name in ("main_repaint", "alt_repaint"):
+    for name in ("main_repaint", "alt_repaint", "main_exact", "alt_exact"):
         assert getattr(split._tracker, name) == getattr(whole._tracker, name)
 
 

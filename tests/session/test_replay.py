@@ -194,6 +194,39 @@ def test_saved_cursor_restores_the_saved_pen_after_the_cut():
     check_replay(data, ring, ROWS, COLS)
 
 
+def test_a_cursor_saved_before_the_cut_and_restored_after_it_makes_the_cut_inexact():
+    """Found by CI: RIS inside an alternate-screen session leaves it, so the ?1049l closing the
+    session restores the main screen's cursor, saved by a status line before the last clear."""
+    session = b"\x1b[?1049h\x1b[H\x1bca\x1b7\x1b[1;1H\x1b[7mstatus\x1b8\x1b[H\x1b[2J\x1b[?1049l"
+    data = session * 200
+    ring = fed(data, SMALL, [1])
+    cut = ring.cut(ROWS)
+    assert (cut.kind, cut.exact) == ("repaint", False)
+    want, got = emulate(data, ROWS, COLS), emulate(ring.snapshot(ROWS, COLS), ROWS, COLS)
+    assert not state_differences(want, got)
+    assert (want.cursor.x, got.cursor.x) == (1, 0)  # what "not exact" owns up to
+
+
+def test_alternate_screen_entry_is_exact_once_the_cursor_is_positioned():
+    """?1049h leaves the cursor where the shell had it, which a replay from the entry lacks."""
+    shell = b"\x1b[H\x1b[2J" + lines(2000) + b"$ vim"
+    ring = fed(shell + b"\x1b[?1049h\x1b[?25l~", SMALL, [700])
+    assert (ring.cut(ROWS).kind, ring.cut(ROWS).exact) == ("repaint", False)
+    data = shell + b"\x1b[?1049h\x1b[22;0;0t\x1b[?25l\x1b]2;vim\x07\x1b[3;1H~"
+    ring = fed(data, SMALL, [700])
+    assert (ring.cut(ROWS).kind, ring.cut(ROWS).exact) == ("repaint", True)
+    check_replay(data, ring, ROWS, COLS)
+
+
+def test_tabs_after_the_cut_with_tab_stops_changed_before_it_are_not_exact():
+    data = b"\x1b[3g\x1b[1;20H\x1bH" + lines(2000) + b"\x1b[H\x1b[2Ja\tb"
+    ring = fed(data, SMALL, [700])
+    assert (ring.cut(ROWS).kind, ring.cut(ROWS).exact) == ("repaint", False)
+    ring = fed(data[:-2], SMALL, [700])  # no tab yet
+    assert (ring.cut(ROWS).kind, ring.cut(ROWS).exact) == ("repaint", True)
+    check_replay(data[:-2], ring, ROWS, COLS)
+
+
 def test_snapshot_is_a_reset_then_the_preamble_then_the_ring():
     ring = fed(b"\x1b[?2004h" + lines(2000), SMALL, [999])
     cut = ring.cut(ROWS)

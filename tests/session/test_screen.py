@@ -53,10 +53,16 @@ def test_alternate_screen_modes_are_not_recorded_as_modes():
     assert not {47 << 5, 1047 << 5, 1048 << 5, 1049 << 5} & screen.mode
 
 
-def test_ris_leaves_the_alternate_screen_and_forgets_saved_cursors():
+def test_ris_leaves_the_alternate_screen_and_forgets_the_main_screens_saved_cursor():
     screen = render(b"\x1b[2;2H\x1b7\x1b[?1049hvim\x1bc\x1b8", 3, 10)
     assert not screen.in_alt_screen and screen.text() == ["", "", ""]
     assert (screen.cursor.x, screen.cursor.y) == (0, 0)
+
+
+def test_ris_keeps_the_alternate_screens_saved_cursor():
+    """xterm's RIS saves the home position on the main screen only (ReallyReset)."""
+    screen = render(b"\x1b[?47h\x1b[2;3H\x1b[1m\x1b7\x1b[?47l\x1bc\x1b[?47h\x1b8", 3, 10)
+    assert (screen.cursor.x, screen.cursor.y) == (2, 1) and screen.cursor.attrs.bold
 
 
 def test_each_screen_has_one_saved_cursor():
@@ -64,15 +70,26 @@ def test_each_screen_has_one_saved_cursor():
     assert (screen.cursor.x, screen.cursor.y) == (2, 1)
 
 
-def test_restore_brings_back_origin_and_autowrap_but_not_visibility():
-    screen = render(b"\x1b[?7l\x1b[1m\x1b7\x1b[?7h\x1b[0m\x1b[?25l\x1b8", 3, 10)
-    assert pyte.modes.DECAWM not in screen.mode and screen.cursor.attrs.bold
+def test_restore_brings_back_origin_but_not_autowrap_or_visibility():
+    screen = render(b"\x1b[?6h\x1b[?7l\x1b[1m\x1b7\x1b[?6l\x1b[?7h\x1b[0m\x1b[?25l\x1b8", 3, 10)
+    assert pyte.modes.DECOM in screen.mode and screen.cursor.attrs.bold
+    assert pyte.modes.DECAWM in screen.mode  # as xterm (since patch 328) and tmux do
     assert screen.cursor.hidden
 
 
-def test_restore_without_save_homes_and_resets_the_pen():
+def test_restore_without_save_homes_and_resets_the_pen_and_charsets():
     screen = render(b"\x1b[2;2H\x1b[1m\x1b8x", 3, 10)
     assert screen.text()[0] == "x" and not screen.buffer[0][0].bold
+    assert render(b"\x1b(0\x1b8q", 3, 10).text()[0] == "q"  # not line drawing's "─"
+
+
+def test_sco_save_and_restore_are_decsc_and_decrc_unless_margins_are_on():
+    screen = render(b"\x1b[2;3H\x1b[1m\x1b[s\x1b[0m\x1b[3;5H\x1b[u", 3, 10)
+    assert (screen.cursor.x, screen.cursor.y) == (2, 1) and screen.cursor.attrs.bold
+    screen = render(b"\x1b[2;3H\x1b[s\x1b[3;5H\x1b[1u", 3, 10)  # xterm: not with parameters
+    assert (screen.cursor.x, screen.cursor.y) == (4, 2)
+    screen = render(b"\x1b[?69h\x1b[2;3H\x1b[s\x1b[3;5H\x1b[u", 3, 10)  # CSI s is DECSLRM
+    assert (screen.cursor.x, screen.cursor.y) == (0, 0)
 
 
 def test_clear_with_a_background_colour_colours_every_cell():
