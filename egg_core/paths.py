@@ -132,9 +132,16 @@ def bound_unix_socket(path: Path) -> socket.socket:
     bound through a descriptor of its directory (``/proc/self/fd/N/NAME``, which the kernel
     resolves to the directory itself), so the socket stays where egg keeps it — in
     ``$EGG_HOME``, hidden from every sandbox — rather than in a short directory of ``/tmp``
-    that another sandbox could be given."""
+    that another sandbox could be given. A socket already at ``path`` (an earlier attempt's) is
+    replaced."""
     import socket
+    import stat
 
+    try:  # a socket left by an earlier attempt of this launch (asyncio's own path= does this)
+        if stat.S_ISSOCK(os.lstat(path).st_mode):
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         if socket_fits(path):
