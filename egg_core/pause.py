@@ -7,9 +7,11 @@ for the length of the audit and the host program, every process of the sandbox i
 one): the processes are the launch's descendants, found in the process table until no new one
 appears (a child forked while its parent was being stopped is found on the next pass).
 
-Stopping is top-down and continuing bottom-up, so no parent inside ever runs while one of its
-children is stopped: a shell with job control sees no "Stopped" job, and no process is left in
-the background. A process that does not stop within :data:`STOP_TIMEOUT` fails the pause
+A parent blocked in ``vfork()`` for a child that is stopped before its ``exec`` never stops
+itself (Python's ``subprocess`` vforks): it counts as stopped, since it cannot run until that
+child does. Stopping is top-down and continuing bottom-up, so no parent inside ever runs while
+one of its children is stopped: a shell with job control sees no "Stopped" job, and no process
+is left in the background. A process that does not stop within :data:`STOP_TIMEOUT` fails the pause
 (:class:`PauseFailed`), after everything stopped so far is continued.
 """
 
@@ -92,8 +94,14 @@ def descendants(root: int, parents: dict[int, int] | None = None) -> list[int]:
     return order
 
 
+#: where the kernel keeps a vfork()ing parent until its child execs or exits: it runs nothing of
+#: its own meanwhile, and its child is stopped with the others (it would never stop itself)
+VFORK_WAITS = (b"kernel_clone", b"wait_for_vfork_done", b"_do_fork", b"do_fork")
+
+
 def _stopped(pid: int) -> bool:
-    """Every thread of ``pid`` is stopped (or the process is gone)."""
+    """Every thread of ``pid`` is stopped, or waits in vfork for a child (or the process is
+    gone)."""
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except FileNotFoundError:
@@ -107,9 +115,20 @@ def _stopped(pid: int) -> bool:
         except OSError:
             continue
         state = text[text.rfind(b")") + 2 : text.rfind(b")") + 3]
-        if state not in (b"T", b"t", b"Z", b"X"):
-            return False
+        if state in (b"T", b"t", b"Z", b"X"):
+            continue
+        if state == b"D" and _waits_in_vfork(pid, tid):
+            continue
+        return False
     return True
+
+
+def _waits_in_vfork(pid: int, tid: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/task/{tid}/wchan", "rb") as handle:
+            return handle.read().strip() in VFORK_WAITS
+    except OSError:
+        return False
 
 
 def _stopped_ps(pid: int) -> bool:

@@ -275,3 +275,20 @@ def test_what_the_users_own_git_config_points_at_in_the_workspace_runs_nothing(
     assert "planted=0" not in result.stdout, result.stdout + result.stderr
     assert not box.witness("PWNED").exists(), "the host's git ran what the sandbox wrote"
     assert_host_git_runs_nothing(box)
+
+
+def test_parallel_calls_from_a_program_that_vforks_are_all_answered(box: Box) -> None:
+    """Python's subprocess vforks: a parent waiting for a child that is stopped before its exec
+    never stops itself, and must not make the pause fail."""
+    tool(box, "noop", '"true"\nmax_concurrent: 20')
+    box.config({"tools": ["noop"]})
+    found = box.probe(
+        "import subprocess\n"
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "with ThreadPoolExecutor(20) as pool:\n"
+        "    codes = list(pool.map(lambda _: subprocess.run(['noop'], capture_output=True,"
+        " text=True), range(20)))\n"
+        "report(codes=[c.returncode for c in codes], said=[c.stderr for c in codes if c.stderr])"
+    )
+
+    assert found["codes"] == [0] * 20, found["said"]
