@@ -115,7 +115,9 @@ at once), inside a linux-ns sandbox.
 
 Target: the tool's overhead over running the command on the host under 40 ms median
 ({"met" if overhead < 0.040 else "NOT met"}). A call from inside is a fork of the shim, a Python
-start (-I -S) for the client, a round trip over the Unix socket and the tool's own sh on the host.
+start (-I -S) for the client, a round trip over the Unix socket, the sandbox paused and the
+workspace's repositories audited (threat O: about 5 ms of the overhead) and the tool's own sh on
+the host.
 """
     print(body)
     if args.write:
