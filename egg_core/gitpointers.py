@@ -22,10 +22,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from egg_core import observe
 from egg_core.gitconfig import read_config
 from egg_core.gitlayout import Layout
+from egg_core.paths import expand_user
 
 #: how deep includes are followed (git itself stops at 10)
 MAX_INCLUDE_DEPTH = 10
@@ -88,9 +90,7 @@ def pointers(layout: Layout, home: str, git: str | None) -> list[Pointer]:
 
 
 def _expand(value: str, home: str, base: str) -> str:
-    if value == "~" or value.startswith("~/"):
-        value = home + value[1:]
-    return os.path.normpath(os.path.join(base, value))
+    return os.path.normpath(os.path.join(base, expand_user(value, Path(home))))
 
 
 def sandbox_writable(pointed: Iterable[Pointer], writable: Callable[[str], bool]) -> list[Pointer]:

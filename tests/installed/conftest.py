@@ -29,11 +29,11 @@ from build import BuildBackendException, BuildException, ProjectBuilder, RunnerT
 from build.env import DefaultIsolatedEnv
 
 from tests.linux.conftest import (  # the linux tier's fixtures, for this directory too
-    _unavailable,
     box,
     boxes_dir,
     identity,
     listen,
+    skip_without_sandbox,
 )
 
 __all__ = ["box", "boxes_dir", "identity", "listen"]
@@ -45,13 +45,7 @@ BUILD_TIMEOUT = 300
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    reason = _unavailable()
-    if reason is None:
-        return
-    here = Path(__file__).parent
-    for item in items:
-        if here in Path(str(item.fspath)).parents:
-            item.add_marker(pytest.mark.skip(reason=reason))
+    skip_without_sandbox(items, Path(__file__).parent)
 
 
 @attrs.frozen

@@ -52,14 +52,18 @@ def _unavailable() -> str | None:
     return None
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def skip_without_sandbox(items: list[pytest.Item], here: Path) -> None:
+    """Mark the tests below ``here`` skipped, saying why, where the real sandbox cannot run."""
     reason = _unavailable()
     if reason is None:
         return
-    here = Path(__file__).parent
     for item in items:
         if here in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    skip_without_sandbox(items, Path(__file__).parent)
 
 
 # -- identities --------------------------------------------------------------------------------
