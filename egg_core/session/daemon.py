@@ -208,6 +208,8 @@ class Daemon(SessionStartup, SessionServing):
             pid, status = self.proc.pid, 0
         if pid == 0:
             return
+        if self.guard is not None:
+            self.guard.set_sandbox(None)  # reaped: the pid may be another process's soon
         returncode = os.waitstatus_to_exitcode(status)
         code = self.prepared.command_exit_code(returncode)
         said = self.setup_said()
