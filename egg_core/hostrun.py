@@ -48,43 +48,38 @@ def program_path(value: str, ruled: Ruled = ()) -> str:
     for entry in value.split(os.pathsep):
         if not os.path.isabs(entry):
             continue
-        if sandbox_reaches(entry, writable, roots) or _links_out(entry, writable, roots, ruled):
+        if sandbox_reaches(entry, writable, roots) or _links_out(entry, roots):
             continue
         kept.append(entry)
     return os.pathsep.join(dict.fromkeys(kept))
 
 
-#: (directory, its identity, the rules) -> whether a link in it leads where the sandbox writes
-_LINKS_SEEN: dict[tuple[str, tuple[int, int, int], str], bool] = {}
+#: (directory, its identity, the writable roots) -> whether a link in it leads into them
+_LINKS_SEEN: dict[tuple[str, tuple[int, int, int], tuple[str, ...]], bool] = {}
 
 
-def _links_out(
-    directory: str, writable: Callable[[str], bool], roots: Sequence[str], ruled: Ruled
-) -> bool:
+def _links_out(directory: str, roots: Sequence[str]) -> bool:
     """Whether a symlink in ``directory`` leads where the sandbox can write (``~/bin/git`` ->
-    ``~/project/tools/git``): the command found there would be the sandbox's. Remembered per
-    directory while it is unchanged (a new link changes its modification time)."""
+    ``~/project/tools/git``): the command found there would be the sandbox's. A link's target,
+    fully resolved, under any writable rule counts (a deeper read-only rule is not looked for:
+    dropping a directory too many only loses a place to find commands). Resolving every link
+    of ``/usr/bin`` takes ~15 ms, so the answer is kept while the directory is unchanged (a new
+    or changed link changes its modification time) for the same rules."""
     try:
         st = os.stat(directory)
     except OSError:
         return False
-    key = (directory, (st.st_dev, st.st_ino, st.st_mtime_ns), repr(list(ruled)))
-    if key in _LINKS_SEEN:
-        return _LINKS_SEEN[key]
-    found = False
-    try:
-        with os.scandir(directory) as entries:
-            for entry in entries:
-                if not entry.is_symlink():
-                    continue
-                real = os.path.realpath(entry.path)
-                if writable(real) or sandbox_reaches(os.path.dirname(real), writable, roots):
-                    found = True
-                    break
-    except OSError:
-        found = False
-    _LINKS_SEEN[key] = found
-    return found
+    key = (directory, (st.st_dev, st.st_ino, st.st_mtime_ns), tuple(roots))
+    if key not in _LINKS_SEEN:
+        try:
+            with os.scandir(directory) as entries:
+                links = [entry.path for entry in entries if entry.is_symlink()]
+        except OSError:
+            links = []
+        _LINKS_SEEN[key] = any(
+            pathrules.under(os.path.realpath(link), root) for link in links for root in roots
+        )
+    return _LINKS_SEEN[key]
 
 
 def sandbox_reaches(directory: str, writable: Callable[[str], bool], roots: Iterable[str]) -> bool:
