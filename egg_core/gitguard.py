@@ -225,7 +225,7 @@ def check(
     extra = [s for s in starts if s not in state.get("starts", ())]
     if not extra and not state.get("skipped") and not changed(state):
         return Audit()
-    writable = pathrules.writable_under([(str(r[0]), str(r[1])) for r in state.get("ruled", ())])
+    writable = pathrules.writable_under(state.get("ruled", ()))
     known = set(state.get("known", ()))
     layout = find_layout([*state.get("starts", ()), *extra])
     quarantine = Quarantine(egg_home, "git", writable)

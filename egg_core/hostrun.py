@@ -42,7 +42,7 @@ Ruled = Sequence[Sequence[str]]
 def program_path(value: str, ruled: Ruled = ()) -> str:
     """``value`` (a PATH) with every entry removed that is empty, relative, or that a sandbox
     with these rules could write at, above or below (see the module docstring)."""
-    writable = pathrules.writable_under([(str(r[0]), str(r[1])) for r in ruled])
+    writable = pathrules.writable_under(ruled)
     roots = [str(r[0]) for r in ruled if r[1] in pathrules.WRITABLE_MODES]
     kept: list[str] = []
     for entry in value.split(os.pathsep):
@@ -146,7 +146,7 @@ class RunGuard:
                     lines += found.lines
                     unsafe += found.unsafe
                 ruled = (self.git_state or {}).get("ruled", ())
-                writable = pathrules.writable_under([(str(r[0]), str(r[1])) for r in ruled])
+                writable = pathrules.writable_under(ruled)
                 quarantine = Quarantine(self.egg_home, "agent code", writable)
                 lines += settings_code.take_new_code_dirs(
                     self.code_watch, self.egg_home, quarantine

@@ -67,11 +67,13 @@ def mounted_rules(rules: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     ]
 
 
-def writable_under(ruled: Sequence[tuple[str, str]]) -> Callable[[str], bool]:
+def writable_under(ruled: Iterable[Sequence[Any]]) -> Callable[[str], bool]:
     """Whether a sandbox with these (resolved) rules can write a host path: the rule that
-    governs where the path resolves to is a writable one."""
+    governs where the path resolves to is a writable one. The rules may be lists, as they come
+    back from a session's or the exec cache's files."""
+    rules = [(str(rule[0]), str(rule[1])) for rule in ruled]
 
     def writable(path: str) -> bool:
-        return governing_mode(os.path.realpath(path), ruled) in WRITABLE_MODES
+        return governing_mode(os.path.realpath(path), rules) in WRITABLE_MODES
 
     return writable
