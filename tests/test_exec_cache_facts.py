@@ -7,10 +7,12 @@ them with fact checking taken out and requires every one of them to fail.
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -91,12 +93,14 @@ def test_contents_a_file_egg_never_read_rewritten_is_a_hit(cache_workspace):
 # -- "l": what a directory lists ---------------------------------------------------------------------
 
 
-@pytest.mark.fact_check
-def test_listing_a_new_entry_in_a_scanned_directory_is_a_miss(cache_workspace):
+def test_a_new_entry_in_the_workspace_is_a_hit(cache_workspace):
+    # the decision lists no directory it only exposes (sockets are judged at connect, not
+    # found by scanning): what the workspace holds is not part of it
     work, env = cache_workspace
     cached(work, env, "true")
     (work / "new-dir").mkdir()
-    assert miss(egg_exec(work, env, "true"), "the entries of " + str(work))
+    (work / "new-file").write_text("x")
+    assert hit(egg_exec(work, env, "true"))
 
 
 def test_listing_an_entry_replaced_by_one_of_the_same_name_and_kind_is_a_hit(cache_workspace):
@@ -132,17 +136,29 @@ def test_seed_real_content_at_a_placeholder_path_is_a_miss(cache_workspace):
 # -- "x": the platform's own facts (Linux: the kernel's table of bound sockets) -------------------
 
 
-@pytest.mark.fact_check
-def test_platform_a_socket_bound_deep_in_a_visible_tree_is_a_miss(cache_workspace):
+def test_a_socket_bound_deep_in_a_visible_tree_is_a_hit_and_unreachable(cache_workspace):
+    # the host's socket table is no part of the decision: a socket bound anywhere after the
+    # entry was made changes nothing cached, and the gate refuses it at connect
     work, env = cache_workspace
     deep = work / "a" / "b" / "c"
     deep.mkdir(parents=True)
-    cached(work, env, "true")
+    probe = (
+        "import socket\ns = socket.socket(socket.AF_UNIX)\n"
+        "try:\n s.connect('a/b/c/api.sock'); print('CONNECTED')\n"
+        "except OSError as e: print('refused', e.errno)\n"
+    )
+    cached(work, env, sys.executable, "-c", probe)
     server = socket.socket(socket.AF_UNIX)
     try:
-        server.bind(str(deep / "api.sock"))  # deeper than any scan: only the table has it
+        server.bind(str(deep / "api.sock"))
+        server.listen()
+        server.setblocking(False)
         os.chmod(deep / "api.sock", 0o777)
-        assert miss(egg_exec(work, env, "true"), "the platform's fact")
+        result = egg_exec(work, env, sys.executable, "-c", probe)
+        assert hit(result)
+        assert result.stdout.strip() == f"refused {errno.EACCES}"
+        with pytest.raises(BlockingIOError):
+            server.accept()
     finally:
         server.close()
 
@@ -177,3 +193,31 @@ def test_environment_variables_nothing_read_changing_is_a_hit(cache_workspace):
     cached(work, {**env, "SHLVL": "1", "_": "/bin/one", "UNRELATED_1": "x"}, "true")
     result = egg_exec(work, {**env, "SHLVL": "2", "_": "/bin/two", "UNRELATED_2": "y"}, "true")
     assert hit(result), result.stderr
+
+
+# -- the sandbox's filters: what a cached launch loads is what the decision read -----------------
+
+
+@pytest.mark.fact_check
+@pytest.mark.parametrize("kind", ["seccomp-", "gate-native-"])
+def test_contents_a_filter_in_the_cache_replaced_is_a_miss(cache_workspace, egg_home, kind):
+    work, env = cache_workspace
+    cached(work, env, "true")
+    (program,) = (egg_home / "cache").glob(f"{kind}*.bpf")
+    # a one-instruction program, "allow everything": no cached launch may load it unseen
+    program.write_bytes(bytes.fromhex("060000000000ff7f"))
+    assert miss(egg_exec(work, env, "true"), "the contents of " + str(program))
+
+
+@pytest.mark.fact_check
+def test_identity_a_socket_rule_retargeted_is_a_miss(cache_workspace):
+    # a socket an rw: rule names exactly is granted by the path the decision resolved
+    work, env = cache_workspace
+    (work / "one").mkdir()
+    (work / "two").mkdir()
+    (work / "ctl").symlink_to("one")
+    (work / "egg.yaml").write_text("fs: ['rw:./ctl/agent.sock']\n")
+    cached(work, env, "true")
+    (work / "ctl").unlink()
+    (work / "ctl").symlink_to("two")
+    assert miss(egg_exec(work, env, "true"), str(work / "ctl"))

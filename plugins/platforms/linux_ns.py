@@ -28,9 +28,11 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from egg_core import pathrules
 from egg_core import sandbox as caps
@@ -41,11 +43,12 @@ from egg_core.policy import NEED_FILTERED, NEED_FULL, NEED_NONE, EffectivePolicy
 from egg_core.sandbox import Availability, Check, Launch, Platform, Prepared
 
 from .linux import bwrap as bw
-from .linux import fastrun
+from .linux import fastrun, gate_filter, socketgate
 from .linux.placeholders import Held
 from .linux.placeholders import plant as plant_placeholders
 from .linux.placeholders import remove as remove_placeholders
 from .linux.status import StatusReader
+from .linux.trust import ruled_paths
 
 PROXY_PORT = 3128
 AS_FLOOR = 4 << 30
@@ -209,6 +212,24 @@ class LinuxNamespaces(Platform):
             )
         return [prlimit, *limits, "--"]
 
+    def describe(self, launch: Launch) -> dict[str, Any]:
+        """The socket gate's answer, for ``egg explain``: which unix sockets the sandbox reaches."""
+        named = [real for real, mode in ruled_paths(launch.policy) if mode in ("rw", "ro")]
+        lines = [
+            "every connect() is judged by egg (the socket gate); reachable:",
+            "  the sandbox's own sockets (those it binds)",
+        ]
+        if launch.policy.network_need not in (NEED_NONE, NEED_FULL) or launch.tools_dir:
+            lines.append("  egg's own: the proxy's and the tool server's sockets")
+        lines += [f"  {path} (a rule names it)" for path in named if _is_socket(path)]
+        lines.append(
+            "  abstract names: the sandbox's own network namespace's"
+            if launch.policy.network_need != NEED_FULL
+            else "  abstract names: the host's (network: '*' shares its namespace)"
+        )
+        lines.append("refused (EACCES): every other unix socket; unix datagram sockets")
+        return {"unix sockets": "\n".join(lines)}
+
     def command(self, launch: Launch) -> list[str]:
         policy = launch.policy
         listens, _ = self._network_plan(policy)
@@ -291,9 +312,8 @@ class LinuxNamespaces(Platform):
         for source in bw.cache_sources(policy, str(launch.egg_home)):
             os.makedirs(source, mode=0o700, exist_ok=True)
         placeholders = bw.placeholder_paths(policy)
-        visited: list[str] = []
-        volatile: list[str] = []
-        args = bw.build_args(policy, request, bwrap, visited, volatile)
+        args = bw.build_args(policy, request, bwrap)
+        gate = self._gate(launch, policy, net_dir, prepared)
         prefix = self._prefix(policy)
         uses_cgroups = policy.memory_bytes is not None or policy.max_pids is not None
         if uses_cgroups:
@@ -322,23 +342,15 @@ class LinuxNamespaces(Platform):
         if policy.max_pids is not None:
             prepared.notes.append(f"process limit: {policy.max_pids}")
         prepared.argv = prefix + args
-        prepared.pass_fds = (seccomp_fd, status_write)
+        prepared.pass_fds = (seccomp_fd, status_write, gate.child_fd)
         prepared.stderr_fd = COMMAND_STDERR_FD
-        # A host socket (or its directory) removed between the scan and bwrap's mounts must not
-        # fail the launch: masks for what is gone are dropped right before each spawn, and a
-        # launch that failed anyway while one of them vanished is prepared again.
-        gone = frozenset(volatile)
-        prepared.add_start_hook(
-            lambda: setattr(prepared, "argv", fastrun.drop_vanished(prepared.argv, gone))
-        )
-        prepared.set_retry_check(lambda said: fastrun.any_vanished(gone, said))
         prepared.ignore_signals = (signal.SIGINT, signal.SIGQUIT)
         status = StatusReader(status_read)
         prepared.add_cleanup(status.close)
         prepared.set_exit_code_reader(status.exit_code)
         prepared.set_child_pid_reader(status.child_pid)
         if not sockets and not uses_cgroups and not launch.tools_dir:
-            self._offer_recipe(launch, prepared, seccomp_fd, status_write, placeholders, volatile)
+            self._offer_recipe(launch, prepared, seccomp_fd, status_write, placeholders, gate)
         # Planted right before the spawn (bwrap binds each onto itself, so it must exist then),
         # not before: what egg exec caches must see the host without them.
         held: list[Held] = []
@@ -356,7 +368,7 @@ class LinuxNamespaces(Platform):
         seccomp_fd: int,
         status_fd: int,
         placeholders: list[tuple[str, str]],
-        volatile: list[str],
+        gate: socketgate.Gate,
     ) -> None:
         """Describe this launch for egg exec's cache. Its facts are what the decision looked at
         (recorded through egg_core.observe as it was made), and the paths its command line names."""
@@ -365,9 +377,11 @@ class LinuxNamespaces(Platform):
         from .linux import seccomp as sc
 
         seccomp_file = sc.bpf_file(launch.egg_home / "cache")
-        if seccomp_file is None:
+        gate_files = gate_filter.program_files(launch.egg_home / "cache")
+        if seccomp_file is None or gate_files is None:
             return
-        observe.content(str(seccomp_file))
+        for path in (seccomp_file, *gate_files):
+            observe.content(str(path))
         policy = launch.policy
         table = {str(seccomp_fd): fastrun.SECCOMP_FD, str(status_fd): fastrun.STATUS_FD}
         argv = list(prepared.argv)
@@ -394,7 +408,8 @@ class LinuxNamespaces(Platform):
             "tty": launch.tty,
             "placeholders": [list(pair) for pair in placeholders],
             "lock_dir": str(lock_dir(launch.egg_home)),
-            "volatile": sorted(set(volatile)),
+            "gate_programs": [str(path) for path in gate_files],
+            "gate_grants": gate.grants.as_json(),
             "stderr_fd": COMMAND_STDERR_FD,
             "exit_reasons": reasons,
         }
@@ -403,6 +418,29 @@ class LinuxNamespaces(Platform):
             prepared.recipe["home_files"] = [
                 os.path.join(policy.home, name) for name in launch.home_staged
             ]
+
+    def _gate(
+        self, launch: Launch, policy: EffectivePolicy, net_dir: Path | None, prepared: Prepared
+    ) -> socketgate.Gate:
+        """The socket gate for this launch (see :mod:`.linux.socketgate`): loaded in the child
+        that becomes bwrap, judging every connect from the moment it exists. The sandbox may
+        reach its own sockets, egg's (the proxy's, the tool server's) and any socket an ``rw:``
+        or ``ro:`` rule names exactly — how a user lets a sandbox reach one."""
+        named = [real for real, mode in ruled_paths(policy) if mode in ("rw", "ro")]
+        own_dirs = [str(d) for d in (net_dir, launch.tools_dir) if d is not None]
+        grants = socketgate.Grants(named, own_dirs)
+        gate = socketgate.Gate(gate_filter.programs(launch.egg_home / "cache"), grants)
+        prepared.add_cleanup(gate.close)
+        earlier = prepared.preexec_fn
+
+        def child() -> None:
+            if earlier is not None:
+                earlier()
+            gate.child_setup()
+
+        prepared.preexec_fn = child
+        prepared.add_spawn_hook(lambda: start_gate(gate))
+        return gate
 
     def _start_network(
         self, launch: Launch, policy: EffectivePolicy, sockets: dict[int, str], prepared: Prepared
@@ -447,6 +485,21 @@ class LinuxNamespaces(Platform):
         thread.start()
         prepared.add_cleanup(thread.stop)
         return net_dir
+
+
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def start_gate(gate: socketgate.Gate) -> None:
+    """Take the gate's listener from the child (see :meth:`socketgate.Gate.started`)."""
+    try:
+        gate.started()
+    except OSError as exc:
+        raise EnforcementError(gate.error or f"cannot start the socket gate: {exc}") from exc
 
 
 def _closer(fd: int) -> Callable[[], None]:

@@ -124,7 +124,9 @@ def test_an_exec_cache_entry_goes_stale_when_a_dangling_deny_target_appears(box:
     assert "exec cache miss" in result.stderr and box.secret not in result.stdout
 
 
-def test_an_exec_cache_entry_goes_stale_when_a_file_becomes_a_socket(box: Box) -> None:
+def test_a_file_that_becomes_a_socket_is_refused_by_a_cached_launch(box: Box) -> None:
+    # the socket gate judges connects as they happen: the cached launch (a hit: nothing it
+    # rests on changed) refuses the host's new socket
     target = box.write(box.workspace / "ide.sock", "just a file")
     probe = (
         "import socket\ns=socket.socket(socket.AF_UNIX)\n"
@@ -140,7 +142,8 @@ def test_an_exec_cache_entry_goes_stale_when_a_file_becomes_a_socket(box: Box) -
     server.listen()
     try:
         result = box.py(probe, env=env)
-        assert "exec cache miss" in result.stderr and "CONNECTED" not in result.stdout
+        assert "exec cache hit" in result.stderr and "CONNECTED" not in result.stdout
+        assert "refused" in result.stdout
     finally:
         server.close()
         Path(target).unlink(missing_ok=True)

@@ -1,20 +1,23 @@
-"""Launches on a busy host: unix sockets come and go between egg's scan and bwrap's mounts.
+"""Launches on a busy host: unix sockets come and go around every launch.
 
-A program binds a socket every 10 ms — in directories that come and go and in one that stays,
-under the workspace, under ``$HOME`` and outside both — and removes each 50 ms later, while 100
-launches run (``egg exec`` with the exec cache on and off, and ``egg run``). Every launch must
-succeed, and no socket that existed for the whole of a launch may be reachable from inside it
-(one bound while the sandbox runs is the documented limit).
+A program binds a socket every 10 ms (100/s) — in directories that come and go and in one that
+stays, under the workspace, under ``$HOME`` and outside both — and removes each 50 ms later,
+while launches run (``egg exec`` with the exec cache on and off, and ``egg run``): 90 of them,
+300 with ``EGG_TEST_FULL=1``. Every launch must succeed, and no host socket may be reachable from
+inside one — not even one bound while it runs (the socket gate judges each connect).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
 
 from tests.linux.conftest import PY, Box
+
+LAUNCHES = 300 if os.environ.get("EGG_TEST_FULL") == "1" else 90
 
 CHURN = r"""
 import json, os, socket, sys, time
@@ -74,7 +77,7 @@ print(json.dumps({"reached": reached}))
 """
 
 
-def test_launches_never_fail_and_never_reach_a_socket_that_outlived_them(box: Box) -> None:
+def test_launches_never_fail_and_never_reach_a_host_socket(box: Box) -> None:
     outside = box.mkdir(box.root / "outside")  # neither in the workspace nor in $HOME
     roots = [box.workspace / "churn", box.home / "churn", outside / "churn"]
     for root in roots:
@@ -89,7 +92,7 @@ def test_launches_never_fail_and_never_reach_a_socket_that_outlived_them(box: Bo
     launches = []
     try:
         time.sleep(0.3)
-        for i in range(100):
+        for i in range(LAUNCHES):
             kind = ("exec cached", "exec uncached", "run")[i % 3]
             env = {"EGG_EXEC_CACHE": "0" if kind == "exec uncached" else "1"}
             started = time.time()
@@ -105,18 +108,11 @@ def test_launches_never_fail_and_never_reach_a_socket_that_outlived_them(box: Bo
 
     failures = [(kind, r.returncode, r.stderr[-300:]) for kind, _, _, r in launches if r.returncode]
     assert failures == [], f"{len(failures)} of {len(launches)} launches failed: {failures[:3]}"
-    lifetimes: dict[str, dict[str, float]] = {}
-    for line in log.read_text().splitlines():
-        record = json.loads(line)
-        lifetimes.setdefault(record["path"], {}).update(record)
-    reached_across = []
-    for kind, started, ended, result in launches:
+    reached = []
+    for kind, _, _, result in launches:
         line = next(x for x in result.stdout.splitlines() if '{"reached"' in x)
-        for path in json.loads(line[line.index("{") :])["reached"]:
-            life = lifetimes.get(path, {})
-            if life.get("created", 1e18) < started and life.get("removed", 1e18) > ended:
-                reached_across.append((kind, path))
-    assert reached_across == [], f"sockets that outlived a launch were reachable: {reached_across}"
+        reached += [(kind, path) for path in json.loads(line[line.index("{") :])["reached"]]
+    assert reached == [], f"host sockets were reachable: {reached[:5]}"
     assert sum(1 for _ in Path(log).read_text().splitlines()) > 200  # the churn really ran
 
 

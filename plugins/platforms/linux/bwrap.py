@@ -13,8 +13,10 @@ skipped (there is nothing to expose or hide) unless it is a ``deny-write`` path 
 create (see :func:`placeholder_paths`: it is bound onto itself, and the launch plants it first),
 and nothing here raises on a strange path.
 
-Why one module of this size: the mount order is one algorithm (two passes around the socket
-table); trust analysis is :mod:`.trust`, host sockets :mod:`.hostsockets`.
+Host unix sockets are not a mount question: ``connect()`` works through a read-only mount, so
+the socket gate (:mod:`.socketgate`) judges every connect instead, at the moment it is made.
+
+Why one module of this size: the mount order is one algorithm; trust analysis is :mod:`.trust`.
 """
 
 from __future__ import annotations
@@ -34,11 +36,7 @@ from egg_core.pathrules import depth as _depth
 from egg_core.pathrules import under as _under
 from egg_core.policy import NEED_FULL, EffectivePolicy, FsEntry, sandbox_cache_dir
 
-from . import unix_sockets
-from .hostsockets import MAX_SCANNED_MASKS, host_sockets, scanned_in_table, table_sockets
 from .trust import (
-    SOCKET_GUARD,
-    SOCKET_PIN,
     pinned_entries,
     placeholder_paths,
     planted_link,
@@ -67,11 +65,9 @@ NET_DIR_INSIDE = "/run/egg-net"
 SHARED_DIR_INSIDE = "/run/egg-session"
 #: where the run's tool socket directory (egg_core.toolserver) appears inside, read-only
 TOOLS_DIR_INSIDE = "/run/egg-tools"
-#: host trees every sandbox gets a tmpfs over (/run holds the host's control sockets)
+#: host trees every sandbox gets a tmpfs over (private scratch space; /run holds the host's
+#: control sockets, which the socket gate refuses anyway)
 TMPFS_ROOTS = ("/tmp", "/var/tmp", "/run")
-
-#: more visible host sockets than this is an error rather than that many mounts
-MAX_SOCKET_MASKS = 1000
 #: bubblewrap refuses more arguments than this
 BWRAP_MAX_ARGS = 9000
 
@@ -99,23 +95,9 @@ class BwrapRequest:
     home_staged: Sequence[str] = ()
 
 
-def build_args(
-    policy: EffectivePolicy,
-    request: BwrapRequest,
-    bwrap: str = "bwrap",
-    visited: list[str] | None = None,
-    volatile: list[str] | None = None,
-) -> list[str]:
+def build_args(policy: EffectivePolicy, request: BwrapRequest, bwrap: str = "bwrap") -> list[str]:
     """The full ``bwrap ... -- argv`` command line for ``policy``. Every host observation it
-    rests on goes through :mod:`egg_core.observe` (the exec cache's facts).
-
-    ``visited`` turns the directory scans for sockets on, and collects the directories scanned
-    (a launch scans; ``egg explain``'s picture of the command does not). ``volatile``
-    collects the mount destinations that exist only because a host socket does — the masks, and
-    the directories pinned or guarded around them: other programs remove those at any time, and
-    one gone between this scan and bwrap's mounts must not fail the launch (see
-    :func:`drop_vanished`).
-    """
+    rests on goes through :mod:`egg_core.observe` (the exec cache's facts)."""
     args = [
         bwrap,
         "--die-with-parent",
@@ -136,44 +118,12 @@ def build_args(
         args.append("--new-session")
     if policy.network_need != NEED_FULL:
         args.append("--unshare-net")
-    # Pass 1 lays out the mounts to learn what the sandbox will see; the kernel's socket table
-    # is read against that; pass 2 adds the guards it asks for, and every mask goes last.
-    first, _, remount = _mounts(policy, request)
-    decisions = mount_decisions(first, request.empty_file, remount)
-    seen = unix_sockets.Judge(decisions)
-    # a socket an rw: or ro: rule names exactly is how a user lets the sandbox reach one
-    named = {real for real, mode in ruled_paths(policy) if mode in ("rw", "ro")}
-    sockets, guards, table = table_sockets(decisions, named)
-    mounts, scanned, remount = _mounts(policy, request, guards, visited, sockets, seen, volatile)
-    final_decisions = mount_decisions(mounts, request.empty_file, [])
-    remount = [p for p in dict.fromkeys(remount) if not _covered_after(final_decisions, p)]
-    # A scan finds sockets of other network namespaces, and dead ones a sandbox left behind:
-    # only so many of those are masked, so that planting them cannot stop every launch.
-    # Those in trees the sandbox can write go last: it could have planted them there.
-    in_table = scanned_in_table(scanned, table) | set(sockets)
-    scanned = sorted(
-        (s for s in dict.fromkeys(scanned) if s not in in_table),
-        key=lambda sock: seen.state(os.path.dirname(sock)) == "rw",
-    )[:MAX_SCANNED_MASKS]
-    final = unix_sockets.Judge(mount_decisions(mounts, request.empty_file, remount))
-    masks = [
-        sock
-        for sock in dict.fromkeys([*sockets, *scanned])
-        if sock not in named and final.state(sock) != "hidden"
-    ]
-    if len(masks) > MAX_SOCKET_MASKS:
-        raise EnforcementError(
-            f"{len(masks)} host unix sockets would be visible in the sandbox, more than egg "
-            f"masks ({MAX_SOCKET_MASKS}); deny the directories that hold them "
-            f"(e.g. {os.path.dirname(masks[0])})"
-        )
+    mounts, remount = _mounts(policy, request)
+    decisions = mount_decisions(mounts, request.empty_file, [])
     args += mounts
-    for sock in masks:
-        args += ["--ro-bind", request.empty_file, sock]
-    if volatile is not None:
-        volatile += masks
-    for path in remount:
-        args += ["--remount-ro", path]
+    for path in dict.fromkeys(remount):
+        if not _covered_after(decisions, path):
+            args += ["--remount-ro", path]
     args += ["--chdir", policy.cwd]
     if request.seccomp_fd is not None:
         args += ["--seccomp", str(request.seccomp_fd)]
@@ -182,7 +132,7 @@ def build_args(
     if len(args) + len(request.argv) > BWRAP_MAX_ARGS:
         raise EnforcementError(
             f"the sandbox needs {len(args)} bubblewrap arguments, more than it accepts "
-            f"({BWRAP_MAX_ARGS}); deny the directories with the most host sockets"
+            f"({BWRAP_MAX_ARGS}); use fewer rules"
         )
     return [*args, "--", *request.argv]
 
@@ -194,19 +144,9 @@ def _covered_after(decisions: Sequence[tuple[str, str]], path: str) -> bool:
     return any(_under(path, root) for root, _ in decisions[last + 1 :])
 
 
-def _mounts(
-    policy: EffectivePolicy,
-    request: BwrapRequest,
-    guards: Sequence[str] = (),
-    visited: list[str] | None = None,
-    sockets: Sequence[str] = (),
-    seen: unix_sockets.Judge | None = None,
-    volatile: list[str] | None = None,
-) -> tuple[list[str], list[str], list[str]]:
-    """The mount arguments in the order bwrap makes them, the sockets the directory scans found
-    (masked by the caller, after everything), and the directories to remount read-only.
-    ``guards`` are bound read-only (see :func:`table_sockets`) and the writable directories
-    above ``sockets`` pinned (:func:`pinned_entries`); without ``visited``, nothing is scanned.
+def _mounts(policy: EffectivePolicy, request: BwrapRequest) -> tuple[list[str], list[str]]:
+    """The mount arguments in the order bwrap makes them, and the directories to remount
+    read-only.
 
     After the root come the replaced trees and the rules, by the depth of the path they resolve
     to (a replaced tree before a rule at the same path), so that a shallower mount never covers
@@ -222,14 +162,7 @@ def _mounts(
             out += ["--ro-bind-try", path, path]
     else:
         out += ["--ro-bind", "/", "/"]
-    scanned: list[str] = []
-    if not policy.jail and visited is not None:
-        # sockets in the home directory (an IDE's, a tmux-like server's) that the read-only
-        # root would otherwise leave reachable
-        scanned += host_sockets(policy.home, visited=visited)
-    # (depth, rank, order, arguments): /tmp, /var/tmp and /run are replaced by a tmpfs — /run
-    # holds the host's control sockets (D-Bus, systemd, container engines), and connect()
-    # works through a read-only mount
+    # (depth, rank, order, arguments): /tmp, /var/tmp and /run are replaced by a tmpfs
     blocks: list[tuple[int, int, int, list[str]]] = []
     for order, root in enumerate(TMPFS_ROOTS):
         block = ["--tmpfs", root]
@@ -256,9 +189,7 @@ def _mounts(
         )
     untrusted = untrusted_rules(policy)
     ruled = ruled_paths(policy)
-    entries = pinned_entries(policy, guards, sockets, seen)
-    if volatile is not None:
-        volatile += [e.path for e in entries if e.source in (SOCKET_PIN, SOCKET_GUARD)]
+    entries = pinned_entries(policy)
     for order, entry in enumerate(entries):
         if entry.path in placeholders:
             block = ["--ro-bind", entry.path, entry.path]
@@ -267,7 +198,7 @@ def _mounts(
         elif entry.mode == "cache":
             block = cache_args(entry, request.cache_root)
         else:
-            block = _entry_args(entry, empty, remount, visited, ruled, scanned, staged)
+            block = _entry_args(entry, empty, remount, ruled, staged)
         if block:
             rank = 1 + _MODE_RANK[entry.mode]
             blocks.append((_depth(probe(entry.path).real), rank, order, block))
@@ -291,7 +222,7 @@ def _mounts(
         if entry.path in placeholders:
             out += ["--ro-bind", entry.path, entry.path]
             continue
-        out += _entry_args(entry, empty, remount, visited, (), scanned)
+        out += _entry_args(entry, empty, remount)
         if entry.mode != "deny":
             shielded.append(probe(entry.path).real)
     again = []
@@ -305,22 +236,22 @@ def _mounts(
         ):
             again.append((_depth(real), _MODE_RANK[entry.mode], order, entry))
     for _, _, _, entry in sorted(again, key=lambda item: item[:3]):
-        out += _entry_args(entry, empty, remount, None, ruled)
+        out += _entry_args(entry, empty, remount, ruled)
     if request.net_dir:
         out += ["--ro-bind", request.net_dir, NET_DIR_INSIDE]
     if request.shared_dir:
         out += ["--bind", request.shared_dir, SHARED_DIR_INSIDE]
     if request.tools_dir:
         out += ["--ro-bind", request.tools_dir, TOOLS_DIR_INSIDE]
-    return out, scanned, remount
+    return out, remount
 
 
 def mount_decisions(
     mounts: Sequence[str], empty_file: str, remount: Sequence[str]
 ) -> list[tuple[str, str]]:
     """What each mount of ``mounts`` (bwrap arguments, in order) does to the host paths below
-    it: ``(path, "rw" | "ro" | "hidden")``, for :mod:`egg_core.unix_sockets`. A bind of some
-    other source (egg's own directories, the empty file of a mask) hides the host's path."""
+    it: ``(path, "rw" | "ro" | "hidden")``. A bind of some other source (egg's own
+    directories, the empty file over a denied file) hides the host's path."""
     decisions: list[tuple[str, str]] = []
     i = 0
     while i < len(mounts):
@@ -360,14 +291,11 @@ def _entry_args(
     entry: FsEntry,
     empty_file: str,
     remount: list[str],
-    visited: list[str] | None = None,
     ruled: Sequence[tuple[str, str]] = (),
-    scanned: list[str] | None = None,
     staged: frozenset[str] = frozenset(),
 ) -> list[str]:
-    """One rule's mounts. With ``scanned``, sockets two levels below each directory it exposes
-    are collected there, for the caller to mask after every mount. A prefix sibling in
-    ``staged`` is the home layer's own copy (replaced atomically there): never bound over."""
+    """One rule's mounts. A prefix sibling in ``staged`` is the home layer's own copy (replaced
+    atomically there): never bound over."""
     if entry.path == "/":
         return []  # jail mode (deny:/) and rw:/ are handled by the root mount
     fact = probe(entry.path)
@@ -376,13 +304,7 @@ def _entry_args(
     real = fact.real
     if entry.mode in ("rw", "ro", "deny-write", "rw-prefix"):
         flag = "--bind" if entry.mode in ("rw", "rw-prefix") else "--ro-bind"
-        if entry.source in (SOCKET_PIN, SOCKET_GUARD):
-            # held only because a host socket is in it, which other programs remove at any
-            # time: a directory gone by the time bwrap mounts needs no holding (and --bind
-            # would abort the launch on its missing source)
-            flag += "-try"
         result = [flag, real, real]
-        exposed = [real] if fact.kind == "dir" else []
         if entry.mode == "rw-prefix":
             for sibling in prefix_siblings(entry.path):
                 if sibling in staged:
@@ -390,11 +312,6 @@ def _entry_args(
                 sib = probe(sibling)
                 if sib.kind != "missing" and sib.real != real and not planted_link(sibling, ruled):
                     result += ["--bind", sib.real, sib.real]
-                    if sib.kind == "dir":
-                        exposed.append(sib.real)
-        if scanned is not None:
-            for directory in exposed:
-                scanned += host_sockets(directory, visited=visited)
         return result
     # deny
     if fact.kind == "dir":

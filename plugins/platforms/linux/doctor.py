@@ -11,7 +11,7 @@ from pathlib import Path
 from egg_core.paths import host_which, untrusted_candidates
 from egg_core.sandbox import Check
 
-from . import cgroups, unix_sockets
+from . import cgroups
 
 LANDLOCK_CREATE_RULESET = {"x86_64": 444, "aarch64": 444}
 LANDLOCK_CREATE_RULESET_VERSION = 1
@@ -164,19 +164,31 @@ def check_landlock() -> Check:
     return Check("Landlock", True, f"ABI {abi} (not required by egg)")
 
 
-def check_socket_table() -> Check:
-    """Deep host sockets are found through the kernel's table; without it only the directory
-    scans (two levels below each exposed directory) find any."""
-    paths = unix_sockets.bound_paths()
-    if paths is None:
-        return Check(
-            "unix socket table",
-            False,
-            f"{unix_sockets.PROC_NET_UNIX} is not readable: host sockets more than two levels "
-            "below an exposed directory stay reachable",
-            "mount /proc (egg needs it to find every host socket it must mask)",
+def check_socket_gate() -> Check:
+    """The socket gate (socketgate.py) needs seccomp user notifications with killable waits
+    (Linux 5.19), pidfd_getfd (5.6) and openat2 (5.6): start ``true`` under it."""
+    import subprocess
+
+    from . import gate_filter, socketgate
+
+    try:
+        gate = socketgate.Gate(gate_filter.programs(None), socketgate.Grants())
+    except Exception as exc:
+        return Check("socket gate", False, f"cannot build its filters: {exc}", None, ("linux-ns",))
+    try:
+        proc = subprocess.Popen(
+            ["true"], pass_fds=(gate.child_fd,), preexec_fn=gate.child_setup, close_fds=True
         )
-    return Check("unix socket table", True, f"readable ({len(paths)} sockets bound by path)")
+        try:
+            gate.started()
+            ok, detail = True, "every connect() of a sandbox is judged by egg"
+        except OSError:
+            ok, detail = False, gate.error or "cannot start"
+        proc.wait()
+    finally:
+        gate.close()
+    fix = None if ok else "Linux 5.19 or later with seccomp user notifications"
+    return Check("socket gate", ok, detail, fix, () if ok else ("linux-ns",))
 
 
 def check_tools() -> list[Check]:
@@ -242,7 +254,7 @@ def diagnose(bwrap: str | None) -> list[Check]:
         check_seccomp(),
         check_cgroups(),
         check_landlock(),
-        check_socket_table(),
+        check_socket_gate(),
         *check_tools(),
         check_helpers(),
     ]

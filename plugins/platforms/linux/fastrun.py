@@ -1,11 +1,12 @@
 """Run a cached linux-ns launch (see :mod:`egg_core.execcache`): open the seccomp filter, make the
-status pipe, spawn bwrap, supervise, clean up. Nothing heavier than ``os`` is imported here."""
+status pipe, spawn bwrap under the socket gate, supervise, clean up. Standard library only."""
 
 from __future__ import annotations
 
 import os
 
 from egg_core.spawn import (
+    SANDBOX_FAILED,
     report_exit,
     seal_descriptors,
     setup_errors,
@@ -15,28 +16,29 @@ from egg_core.spawn import (
     wait_pid,
 )
 
-from . import placeholders
+from . import gate_filter, placeholders, socketgate
 from .status import StatusReader
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # importing typing costs milliseconds on the fast path
-    from collections.abc import Iterable
+    from collections.abc import Callable
     from typing import Any
 
 SECCOMP_FD = "\0seccomp-fd"
 STATUS_FD = "\0status-fd"
 #: where the real stderr goes for the command inside (see linux_ns.STDERR_SHIM)
 COMMAND_STDERR_FD = 9
-#: bwrap's mount options whose destination is their third word (see drop_vanished)
-_BINDS = ("--bind", "--ro-bind", "--bind-try", "--ro-bind-try")
 
 
 def run(entry: dict[str, Any], env: dict[str, str]) -> int | None:
-    """The command's exit code; None when the sandbox failed before the command started
-    because a host socket it masked vanished (the full path then prepares it again)."""
+    """The command's exit code; None when the cached launch cannot run as it was cached (a
+    filter file gone from the cache): the full path then prepares it again."""
+    programs = gate_filter.read_programs(entry["gate_programs"])
+    if programs is None:
+        return None
     held = placeholders.plant(entry["placeholders"], entry["lock_dir"])
     try:
-        return _spawn_and_supervise(entry, env)
+        return _spawn_and_supervise(entry, env, programs)
     finally:
         placeholders.remove(held)
 
@@ -51,47 +53,7 @@ def away_from(fd: int, taken: int) -> int:
     return moved
 
 
-def drop_vanished(argv: list[str], volatile: set[str] | frozenset[str]) -> list[str]:
-    """``argv`` without the binds onto ``volatile`` destinations that no longer exist.
-
-    Other programs bind and remove unix sockets at any time. A mask or pin made for a socket
-    that is gone by the time bwrap mounts would make bwrap create its mount point — impossible
-    in a read-only tree, so bwrap aborts the launch. A socket that is gone needs no mask; this
-    runs right before each spawn, to leave bwrap the shortest window (issue: busy hosts).
-    """
-    out: list[str] = []
-    i = 0
-    while i < len(argv):
-        word = argv[i]
-        if word == "--":
-            out += argv[i:]
-            break
-        if (
-            word in _BINDS
-            and i + 2 < len(argv)
-            and argv[i + 2] in volatile
-            and not os.path.lexists(argv[i + 2])
-        ):
-            i += 3
-            continue
-        out.append(word)
-        i += 1
-    return out
-
-
-def any_vanished(volatile: Iterable[str], said: str = "") -> bool:
-    """Whether a mount destination that exists only because of a host socket is gone, or was
-    when bubblewrap tried it (its error names it: the socket may be back by now, bound again
-    under the same name): a set-up that failed then is worth preparing again (see
-    :func:`drop_vanished`)."""
-    paths = list(volatile)
-    if any(not os.path.lexists(path) for path in paths):
-        return True
-    return "bwrap:" in said and any(path in said for path in paths)
-
-
-def _spawn_and_supervise(entry: dict[str, Any], env: dict[str, str]) -> int | None:
-    volatile = frozenset(entry["volatile"])
+def _spawn_and_supervise(entry: dict[str, Any], env: dict[str, str], programs: list[bytes]) -> int:
     inner = entry["stderr_fd"]
     seccomp_fd = away_from(os.open(entry["seccomp_file"], os.O_RDONLY), inner)
     os.set_inheritable(seccomp_fd, True)
@@ -101,32 +63,55 @@ def _spawn_and_supervise(entry: dict[str, Any], env: dict[str, str]) -> int | No
     said_read, said_write = setup_pipe()
     said_write = away_from(said_write, inner)
     table = {SECCOMP_FD: str(seccomp_fd), STATUS_FD: str(status_write)}
-    argv = drop_vanished([table.get(arg, arg) for arg in entry["argv"]], volatile)
+    argv = [table.get(arg, arg) for arg in entry["argv"]]
     status = StatusReader(status_read)
-    # posix_spawn passes every inheritable descriptor: seal all but the two bwrap needs
-    seal_descriptors((seccomp_fd, status_write))
-    # bwrap's own stderr is a pipe (what it says while setting up); the command's is ours
-    actions = [
-        (os.POSIX_SPAWN_DUP2, 2, inner),
-        (os.POSIX_SPAWN_DUP2, said_write, 2),
-    ]
+    gate = socketgate.Gate(programs, socketgate.Grants.from_json(entry["gate_grants"]))
+    # the child gets every inheritable descriptor: seal all but the ones bwrap and the gate need
+    seal_descriptors((seccomp_fd, status_write, gate.child_fd))
+
+    def child() -> None:
+        # bwrap's own stderr is a pipe (what it says while setting up); the command's is ours
+        os.dup2(2, inner)
+        os.dup2(said_write, 2)
+        gate.child_setup()
+        os.execve(argv[0], argv, env)
+
     try:
-        pid = spawn_ignoring(
-            lambda: os.posix_spawn(argv[0], argv, env, file_actions=actions),
-            entry["ignore_signals"],
-        )
+        pid = spawn_ignoring(lambda: _fork(child), entry["ignore_signals"])
     finally:
         os.close(status_write)
         os.close(seccomp_fd)
         os.close(said_write)
     try:
+        try:
+            gate.started()
+        except OSError:
+            wait_pid(pid)
+            said = setup_errors(said_read).strip()
+            reason = gate.error or "cannot start the socket gate"
+            os.write(2, f"egg: error: {reason}{': ' + said if said else ''}\n".encode())
+            return SANDBOX_FAILED
         returncode = supervise(
             pid, lambda: wait_pid(pid), tty=entry["tty"], command_pid=status.child_pid
         )
         said = setup_errors(said_read)
-        if status.exit_code(returncode) is None and any_vanished(volatile, said):
-            return None
         reasons: dict[int, str] = entry["exit_reasons"]
         return report_exit(returncode, status.exit_code, reasons.get, argv[0], said)
     finally:
+        gate.close()
         status.close()
+
+
+def _fork(child: Callable[[], None]) -> int:
+    """Fork and run ``child`` there (it execs); a child that fails before its exec says why on
+    the set-up pipe (its stderr by then) and exits 127."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            child()
+        except BaseException as exc:
+            try:
+                os.write(2, f"egg: cannot start the sandbox: {exc}\n".encode())
+            finally:
+                os._exit(127)
+    return pid

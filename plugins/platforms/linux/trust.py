@@ -3,8 +3,8 @@
 Before bubblewrap mounts anything, egg asks of every rule's path: does it pass through a symlink
 in a directory the sandbox can write (planted there by an earlier run, :func:`untrusted_rules`)?
 Which protected paths are missing and must be held by a placeholder so the sandbox cannot create
-them (:func:`placeholder_paths`)? Which writable directories sit above a protected path or a
-masked socket and must be pinned in place, so the sandbox cannot rename them away
+them (:func:`placeholder_paths`)? Which writable directories sit above a protected path and
+must be pinned in place, so the sandbox cannot rename them away
 (:func:`pinned_entries`)? The mounts themselves are :mod:`bwrap`'s job.
 """
 
@@ -22,12 +22,8 @@ from egg_core.pathrules import governing_mode as _governing_mode
 from egg_core.policy import EffectivePolicy, FsEntry
 from egg_core.seeds import absent_or_seed
 
-from . import unix_sockets
-
-#: the sources of the entries pinned_entries adds (the socket ones are volatile: build_args)
+#: the source of the entries pinned_entries adds
 PROTECTED_PIN = "egg: keeps a protected path in place"
-SOCKET_PIN = "egg: keeps a masked host socket in place"
-SOCKET_GUARD = "egg: holds a symlink to a host socket"
 
 
 @attrs.frozen
@@ -166,24 +162,15 @@ def symlink_problems(policy: EffectivePolicy) -> list[str]:
     return list(dict.fromkeys(_symlink_guards(policy)[1]))
 
 
-def pinned_entries(
-    policy: EffectivePolicy,
-    socket_guards: Sequence[str] = (),
-    sockets: Sequence[str] = (),
-    seen: unix_sockets.Judge | None = None,
-) -> list[FsEntry]:
-    """``policy.fs`` plus what keeps protected paths and masked ``sockets`` where they are, and
-    ``socket_guards``: writable directories holding a symlink on the way to a host socket, bound
-    read-only. ``seen`` (the mounts without these) says which directories the sandbox can write.
+def pinned_entries(policy: EffectivePolicy) -> list[FsEntry]:
+    """``policy.fs`` plus what keeps protected paths where they are.
 
     A bind-mounted file cannot be replaced, but the directory holding it could be renamed away
     and recreated with a different file (``mv conf conf2; mkdir conf; echo ... >
     conf/base.yaml``). A mount point cannot be renamed, so every writable ancestor of an
     egg-protected, ``deny``, ``deny-write`` or ``ro`` path is bound onto itself (as macOS's
     profile denies renaming them), and a writable directory holding a symlink on the way to one
-    is bound read-only. A masked socket is held the same
-    way: moved deeper, it would be reachable by the next run (the kernel's table keeps the path
-    it was bound at). The caller mounts by depth, so each bind lands after the rule that makes
+    is bound read-only. The caller mounts by depth, so each bind lands after the rule that makes
     the directory writable and before any deeper rule.
     """
     ruled = ruled_paths(policy)
@@ -212,14 +199,8 @@ def pinned_entries(
 
     for start in starts:
         pin(start, lambda path: _governing_mode(path, ruled) in ("rw", "rw-prefix"))
-    if seen is not None:
-        mount_points |= {root for root, _, _ in seen.rules}
-        for sock in sockets:
-            pin(os.path.dirname(sock), lambda path: seen.state(path) == "rw", SOCKET_PIN)
     for guard in guards:
         added[guard] = FsEntry("ro", guard, "egg: holds a symlink to a protected path")
-    for guard in socket_guards:
-        added[guard] = FsEntry("ro", guard, SOCKET_GUARD)
     return [*policy.fs, *sorted(added.values(), key=lambda e: e.path.count("/"))]
 
 

@@ -1,0 +1,569 @@
+"""The socket gate: every ``connect()`` a sandboxed process makes is judged, and carried out, by
+egg on the host — so no host unix socket is reachable, however many there are, wherever they
+are, and whenever they were bound; nor is any socket another sandbox bound.
+
+Why not masks: ``connect()`` works through a read-only mount, so every socket a sandbox can see
+by path is a way out. Masking each one at launch (what egg did before) read the host's socket
+table, cost a mount per socket, failed with more than a thousand of them, missed sockets bound
+after the launch and sockets of other network namespaces (another sandbox's), and made the exec
+cache miss whenever any socket anywhere came or went. Landlock cannot help on this kernel line:
+its ABI 6 scopes *abstract* unix sockets only (pathname sockets have no access right before
+``LANDLOCK_ACCESS_FS_RESOLVE_UNIX``, which this machine's ABI 7 does not have).
+
+How (see :mod:`.gate_filter` for the filters): ``connect`` and ``bind`` of the sandbox's native
+ABI stop in the kernel and wait for egg (a seccomp user notification). egg
+
+- reads the address from the caller's memory once, into its own copy;
+- for a unix socket path, resolves it the way the caller would — in the caller's own root and
+  mount namespace (``/proc/TID/root`` with ``openat2(RESOLVE_IN_ROOT)``) — to the socket's file,
+  held open so that nothing can be swapped between the check and the connect;
+- lets it through only when that file is **one this sandbox bound** (every ``bind`` is seen:
+  egg keeps the file of each socket it bound, ``SIOCUNIXFILE``) or **one egg grants** (the
+  proxy's and tool server's sockets, a socket an ``rw:``/``ro:`` rule names exactly);
+- and then connects the caller's own socket itself (``pidfd_getfd`` gives the same socket, not a
+  copy) to that file, through ``/proc/self/fd/N``: what the caller's memory says afterwards does
+  not matter. Other addresses (TCP through the network namespace, abstract unix names, which
+  the namespace scopes) are connected as copied.
+
+Everything else is the kernel's answer to egg's connect, returned to the caller as its own. A
+refused socket is EACCES. The sandbox's own servers see egg as the connecting peer (SO_PEERCRED
+names egg's process); the user is the same.
+
+Limits: a sandbox holds at most :data:`MAX_OWN` sockets of its own at once; calls of the i386 and
+x32 ABIs are refused; a relative path is resolved from the caller's working directory as the
+caller sees it. Without egg (its process killed) every ``connect`` fails: the gate fails closed.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import select
+import socket
+import stat
+import struct
+import threading
+import time
+
+from . import gate_abi as abi
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from .gate_abi import Notification
+
+MAX_OWN = 8192
+#: connects carried out at once (the rest wait their turn)
+MAX_WORKERS = 64
+#: the gate's descriptor in the child is at or above this
+CHILD_FD_FLOOR = 10
+#: how long a socket just given to bind() may take to show as bound (another thread may connect
+#: to it before the kernel has finished the bind egg let through)
+BIND_SETTLE = 0.2
+#: a socket whose bind never took effect (it failed, or the socket was swapped) is forgotten
+PENDING_TTL = 5.0
+_SYSCALLS = {
+    "x86_64": {"connect": 42, "bind": 49},
+    "aarch64": {"connect": 203, "bind": 200},
+}.get(abi.MACHINE, {})
+CONNECT = _SYSCALLS.get("connect", -1)
+BIND = _SYSCALLS.get("bind", -1)
+SOCKADDR_MAX = 128  # sizeof(struct sockaddr_storage): longer is EINVAL, as the kernel says
+AF_UNIX = socket.AF_UNIX
+Key = tuple[int, int]
+
+
+class Grants:
+    """Sockets egg itself lets a sandbox reach: files named exactly, and every socket directly
+    in egg's own directories (the proxy's, the tool server's), which no sandbox can write."""
+
+    def __init__(self, files: Sequence[str] = (), directories: Sequence[str] = ()) -> None:
+        self.files = tuple(files)
+        self.directories = tuple(directories)
+
+    def as_json(self) -> dict[str, list[str]]:
+        return {"files": list(self.files), "directories": list(self.directories)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, list[str]]) -> Grants:
+        return cls(data.get("files", ()), data.get("directories", ()))
+
+    def granted(self, key: Key) -> bool:
+        """Whether the socket file ``key`` (device, inode) is one of them now (looked up each
+        time: egg binds sockets in its directories while a sandbox runs)."""
+        for path in self.files:
+            if _key_of(path) == key:
+                return True
+        for directory in self.directories:
+            try:
+                entries = list(os.scandir(directory))
+            except OSError:
+                continue
+            for entry in entries:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if stat.S_ISSOCK(st.st_mode) and (st.st_dev, st.st_ino) == key:
+                    return True
+        return False
+
+
+def _key_of(path: str) -> Key | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISSOCK(st.st_mode) else None
+
+
+class Gate:
+    """One sandbox's gate. Made before the spawn; :meth:`child_setup` runs in the child (between
+    fork and exec), :meth:`started` in egg once the child exists; :meth:`close` at the end."""
+
+    def __init__(self, programs: Sequence[bytes], grants: Grants) -> None:
+        self.programs = [abi.Program(bpf) for bpf in programs]
+        self.grants = grants
+        self._parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        # above the numbers spawners put things at in the child (the command's stderr at 9)
+        moved = fcntl.fcntl(child.fileno(), fcntl.F_DUPFD_CLOEXEC, CHILD_FD_FLOOR)
+        child.close()
+        self._child = socket.socket(fileno=moved)
+        self._child.set_inheritable(True)
+        self.listener: int | None = None
+        self._wake_read, self._wake_write = os.pipe2(os.O_CLOEXEC)
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._own: dict[Key, int] = {}  # socket file -> an O_PATH descriptor holding it
+        self._pending: list[Pending] = []  # sockets bind() was called on, not yet bound
+        self._diag: bool | None = None  # see _by_name
+        self.refused: list[str] = []  # what was refused (most recent last, bounded)
+        self.error: str | None = None
+        self._workers = Workers()
+
+    @property
+    def child_fd(self) -> int:
+        """The descriptor the child needs (pass it through the spawn's descriptor sealing)."""
+        return self._child.fileno()
+
+    # -- in the child
+
+    def child_setup(self) -> None:
+        """Load the filters (the listener goes back to egg, never on into the sandbox). Never
+        raises: a failure is sent to egg and the child exits with 125."""
+        try:
+            abi.no_new_privs()
+            listener = self.programs[0].load(
+                abi.SECCOMP_FILTER_FLAG_NEW_LISTENER | abi.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+            )
+            try:
+                socket.send_fds(self._child, [b"L"], [listener])
+            finally:
+                os.close(listener)
+            for program in self.programs[1:]:
+                program.load()
+            self._child.close()
+        except BaseException as exc:
+            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            if isinstance(exc, OSError) and exc.errno == errno.EBUSY:
+                detail = "another supervisor already filters this process (egg inside egg?)"
+            try:
+                self._child.sendall(b"E" + detail.encode("utf-8", "replace")[:500])
+            except OSError:
+                pass
+            os._exit(125)
+
+    # -- in egg
+
+    def started(self) -> None:
+        """Take the listener from the child and start judging. Raises OSError (with the child's
+        reason) when the child could not load the filters."""
+        self._child.close()
+        self._parent.settimeout(10)
+        message, fds, _, _ = socket.recv_fds(self._parent, 600, 1)
+        self._parent.close()
+        if not message.startswith(b"L") or not fds:
+            for fd in fds:
+                os.close(fd)
+            reason = message[1:].decode("utf-8", "replace") or "the child exited"
+            self.error = f"cannot start the socket gate: {reason}"
+            raise OSError(errno.EPERM, self.error)
+        self.listener = fds[0]
+        _raise_fd_limit()
+        self._thread = threading.Thread(target=self._serve, name="egg-socket-gate", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop judging (calls still waiting fail: the gate fails closed) and let go of
+        everything held."""
+        for sock in (self._child, self._parent):
+            sock.close()
+        if self._thread is not None:
+            os.write(self._wake_write, b"x")
+            self._thread.join(timeout=5)
+            self._thread = None
+        if self.listener is not None:
+            os.close(self.listener)
+            self.listener = None
+        for fd in (self._wake_read, self._wake_write):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._wake_read = self._wake_write = -1
+        with self._lock:
+            for fd in self._own.values():
+                os.close(fd)
+            self._own.clear()
+            for item in self._pending:
+                item.close()
+            self._pending.clear()
+
+    def _serve(self) -> None:
+        listener = self.listener
+        assert listener is not None
+        poller = select.poll()
+        poller.register(listener, select.POLLIN)
+        poller.register(self._wake_read, select.POLLIN)
+        while True:
+            events = dict(poller.poll())
+            if self._wake_read in events:
+                return
+            state = events.get(listener, 0)
+            if state & select.POLLIN:
+                try:
+                    call = abi.receive(listener)
+                except OSError as exc:
+                    if exc.errno in (errno.ENOENT, errno.EINTR):
+                        continue
+                    return
+                try:
+                    self._dispatch(listener, call)
+                except Exception:  # one bad call must not stop the gate
+                    try:
+                        abi.respond(listener, call.id, error=errno.EACCES)
+                    except OSError:
+                        pass
+            elif state & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+                return  # no process of the sandbox is left
+
+    def _dispatch(self, listener: int, call: Notification) -> None:
+        if call.arch != abi.NATIVE_ARCH:
+            abi.respond(listener, call.id, error=errno.EPERM)
+            return
+        if call.nr == BIND:
+            self._on_bind(listener, call)
+        elif call.nr == CONNECT:
+            self._on_connect(listener, call)
+        else:
+            abi.respond(listener, call.id, error=errno.ENOSYS)
+
+    # -- bind: let it through, remember the socket
+
+    def _on_bind(self, listener: int, call: Notification) -> None:
+        pending = None
+        try:
+            sock = _take_socket(call.pid, call.args[0])
+            if _family(sock) != AF_UNIX:
+                os.close(sock)
+            else:
+                # where the binder stands, kept for when egg must find the file by its name
+                # (see _bound_file): the binder may have moved on, or exited, by then
+                view = View.of(call.pid) if self._by_name(sock) else None
+                pending = Pending(sock, time.monotonic(), view)
+        except OSError:
+            pending = None
+        if pending is not None:
+            with self._lock:
+                self._pending.append(pending)
+        # whatever the socket and the address: binding makes a socket only this sandbox has
+        abi.respond(listener, call.id, cont=True)
+
+    def _by_name(self, sock: int) -> bool:
+        """Whether egg lacks SIOCUNIXFILE over the sandbox's sockets (the host's network
+        namespace, an unprivileged user): learnt from the first socket (still unbound, so the
+        kernel answers EPERM for the capability, or ENOENT)."""
+        if self._diag is None:
+            try:
+                os.close(abi.unix_file(sock))
+                self._diag = False
+            except OSError as exc:
+                self._diag = exc.errno == errno.EPERM
+        return self._diag
+
+    def _settle(self) -> bool:
+        """Move the sockets that are bound by now to the sandbox's own; whether a bind let
+        through less than BIND_SETTLE ago is still unsettled. Called with the lock held."""
+        now = time.monotonic()
+        waiting: list[Pending] = []
+        for item in self._pending:
+            held = self._bound_file(item)
+            if held is None and now - item.since < PENDING_TTL:
+                waiting.append(item)
+                continue
+            item.close()
+            if held is None:
+                continue
+            st = os.fstat(held)
+            key = (st.st_dev, st.st_ino)
+            if key in self._own or len(self._own) >= MAX_OWN:
+                self._forget_unlinked()
+            if key in self._own or len(self._own) >= MAX_OWN:
+                os.close(held)
+                continue
+            self._own[key] = held
+        self._pending = waiting
+        return any(now - item.since < BIND_SETTLE for item in waiting)
+
+    def _bound_file(self, item: Pending) -> int | None:
+        """The file the socket is bound at (an O_PATH descriptor), or None while it is not."""
+        if self._diag is not True:
+            try:
+                held = abi.unix_file(item.sock)
+            except OSError as exc:
+                if exc.errno != errno.EPERM:
+                    self._diag = False
+                    return None
+                self._diag = True  # and from now on every bind keeps its binder's view
+            else:
+                self._diag = False
+                return held
+        # EPERM: the socket is in a network namespace egg has no CAP_NET_ADMIN over — the
+        # host's, for a sandbox with `network: *` run by an unprivileged user
+        if item.view is None:
+            return None
+        from . import unixdiag
+
+        return unixdiag.bound_file(item.sock, item.view)
+
+    def _forget_unlinked(self) -> None:
+        for key, fd in list(self._own.items()):
+            try:
+                gone = os.fstat(fd).st_nlink == 0
+            except OSError:
+                gone = True
+            if gone:
+                os.close(fd)
+                del self._own[key]
+
+    # -- connect: judge, then carry it out
+
+    def _on_connect(self, listener: int, call: Notification) -> None:
+        fd, pointer, length = call.args[0], call.args[1], call.args[2]
+        sock = -1
+        target = -1
+        view = None
+        try:
+            if length > SOCKADDR_MAX or length < 2:
+                raise OSError(errno.EINVAL, "bad address length")
+            address = _read_memory(call.pid, pointer, length)
+            sock = _take_socket(call.pid, fd)
+            family = struct.unpack_from("=H", address)[0]
+            path = family == AF_UNIX and len(address) > 2 and address[2] != 0
+            if path:
+                view = View.of(call.pid)
+            # everything read from /proc/PID above is that caller's while its call waits
+            if not abi.still_waiting(listener, call.id):
+                raise OSError(errno.ESRCH, "the caller is gone")
+            if view is not None:
+                name = address[2:].split(b"\0", 1)[0]
+                target = view.resolve(name)
+                address = self._judge(target, name)
+        except OSError as exc:
+            for held in (sock, target):
+                if held >= 0:
+                    os.close(held)
+            abi.respond(listener, call.id, error=exc.errno or errno.EACCES)
+            return
+        finally:
+            if view is not None:
+                view.close()
+        if os.get_blocking(sock):  # it may take long (a TCP handshake): never in the loop
+            self._workers.submit(lambda: self._connect(listener, call.id, sock, target, address))
+        else:
+            self._connect(listener, call.id, sock, target, address)
+
+    def _judge(self, target: int, name: bytes) -> bytes:
+        """The address to connect to for the socket file ``target``; EACCES when it is neither
+        this sandbox's own nor granted."""
+        st = os.fstat(target)
+        if not stat.S_ISSOCK(st.st_mode):
+            raise OSError(errno.ECONNREFUSED, "not a socket")
+        key = (st.st_dev, st.st_ino)
+        deadline = time.monotonic() + BIND_SETTLE
+        while True:
+            with self._lock:
+                unsettled = self._settle()
+                own = key in self._own
+            if own or self.grants.granted(key):
+                return struct.pack("=H", AF_UNIX) + b"/proc/self/fd/%d\0" % target
+            if not unsettled or time.monotonic() > deadline:
+                break
+            time.sleep(0.002)
+        with self._lock:
+            self.refused = [*self.refused[-49:], os.fsdecode(name)]
+        raise OSError(errno.EACCES, "not this sandbox's socket")
+
+    def _connect(self, listener: int, ident: int, sock: int, target: int, address: bytes) -> None:
+        try:
+            error = abi.connect(sock, address)
+        finally:
+            os.close(sock)
+            if target >= 0:
+                os.close(target)
+        abi.respond(listener, ident, error=error)
+
+
+class Workers:
+    """Threads that carry out blocking connects, kept for the next (starting a thread for each
+    would cost more than most connects), at most :data:`MAX_WORKERS` at once; more wait."""
+
+    def __init__(self) -> None:
+        import queue
+
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+        self._count = 0
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            start = self._idle == 0 and self._count < MAX_WORKERS
+            if start:
+                self._count += 1
+            else:
+                self._idle -= 1
+        self._jobs.put(job)
+        if start:
+            threading.Thread(target=self._work, name="egg-socket-gate-worker", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            try:
+                job()
+            except Exception:  # a job answers its own call: never let one end the worker
+                pass
+            with self._lock:
+                self._idle += 1
+
+
+def _take_socket(tid: int, fd: int) -> int:
+    """The caller's descriptor ``fd`` (the same open file, not a copy)."""
+    try:
+        pidfd = abi.pidfd_open(tid, abi.PIDFD_THREAD)
+    except OSError:
+        pidfd = abi.pidfd_open(_tgid(tid))
+    try:
+        return abi.pidfd_getfd(pidfd, fd)
+    except OSError as exc:
+        if exc.errno == errno.EBADF:
+            raise
+        raise OSError(errno.EBADF, "no such descriptor") from exc
+    finally:
+        os.close(pidfd)
+
+
+def _tgid(tid: int) -> int:
+    with open(f"/proc/{tid}/status", "rb") as handle:
+        for line in handle:
+            if line.startswith(b"Tgid:"):
+                return int(line.split()[1])
+    return tid
+
+
+def _family(sock: int) -> int:
+    probe = socket.socket(fileno=os.dup(sock))
+    try:
+        return int(probe.family)
+    finally:
+        probe.close()
+
+
+def _read_memory(tid: int, pointer: int, length: int) -> bytes:
+    try:
+        fd = os.open(f"/proc/{tid}/mem", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise OSError(errno.ESRCH, "the caller is gone") from exc
+    try:
+        data = os.pread(fd, length, pointer)
+    except OSError as exc:
+        raise OSError(errno.EFAULT, "bad address") from exc
+    finally:
+        os.close(fd)
+    if len(data) != length:
+        raise OSError(errno.EFAULT, "bad address")
+    return data
+
+
+class View:
+    """Where a thread stands — its root and working directory, opened while its call waits —
+    to resolve a socket path as it would."""
+
+    def __init__(self, root: int, cwd: int, cwd_path: bytes) -> None:
+        self.root, self.cwd, self.cwd_path = root, cwd, cwd_path
+
+    @classmethod
+    def of(cls, tid: int) -> View:
+        flags = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
+        root = os.open(f"/proc/{tid}/root", flags)
+        try:
+            cwd = os.open(f"/proc/{tid}/cwd", flags)
+        except OSError:
+            os.close(root)
+            raise
+        try:
+            # the working directory as the thread sees it (its own mount namespace)
+            cwd_path = os.readlink(f"/proc/{tid}/cwd").encode()
+        except OSError:
+            cwd_path = b""
+        return cls(root, cwd, cwd_path)
+
+    def resolve(self, path: bytes) -> int:
+        """An O_PATH descriptor of ``path`` as the thread would find it, never leaving its root:
+        absolute from its root; relative from its working directory, named from the root when
+        that name is known (so ``..`` goes where it would), else from the directory itself."""
+        how = abi.RESOLVE_IN_ROOT | abi.RESOLVE_NO_MAGICLINKS
+        if path.startswith(b"/"):
+            return abi.openat2(self.root, path, os.O_PATH, how)
+        known = self.cwd_path
+        if known.startswith(b"/") and not known.endswith(b" (deleted)"):
+            return abi.openat2(self.root, known.rstrip(b"/") + b"/" + path, os.O_PATH, how)
+        return abi.openat2(self.cwd, path, os.O_PATH, how)
+
+    def close(self) -> None:
+        for fd in (self.root, self.cwd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.root = self.cwd = -1
+
+
+class Pending:
+    """A socket bind() was let through for, until egg sees the file it is bound at."""
+
+    __slots__ = ("since", "sock", "view")
+
+    def __init__(self, sock: int, since: float, view: View | None) -> None:
+        self.sock, self.since, self.view = sock, since, view
+
+    def close(self) -> None:
+        os.close(self.sock)
+        if self.view is not None:
+            self.view.close()
+
+
+def _raise_fd_limit() -> None:
+    """Each socket a sandbox binds is held open by egg: lift egg's own soft descriptor limit."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = min(hard, max(soft, MAX_OWN + 1024))
+    if wanted > soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+        except (OSError, ValueError):
+            pass
