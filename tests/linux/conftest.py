@@ -219,6 +219,8 @@ class Box:
             # look up or reach anything but loopback, even by mistake (tests replace it)
             "EGG_TEST_NETWORK": "unused.example.com=93.184.216.34@127.0.0.1:9",
         }
+        if os.environ.get("EGG_TEST_MUTANT"):  # a mutation tier: a build with a check taken out
+            env["PYTHONPATH"] = os.environ["EGG_TEST_MUTANT"]
         env.update(self.extra_env)
         env.update(extra or {})
         return env

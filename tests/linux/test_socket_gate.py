@@ -35,6 +35,8 @@ def test_the_sandbox_reaches_its_own_sockets_however_it_names_them(box: Box, net
     box.config({"network": [] if network == "none" else ["*"]})
     found = box.probe(
         OWN_SOCKETS + "serve('own.sock'); serve(os.getcwd() + '/sub/abs.sock')\n"
+        # /tmp is the sandbox's own: the name is resolved in its root, not the host's
+        "serve('/tmp/egg-gate-test.sock')\n"
         "os.symlink('own.sock', 'alias.sock')\n"
         "serve('\\0egg-test-abstract')\n"
         "child = os.fork()\n"
@@ -56,7 +58,8 @@ def test_the_sandbox_reaches_its_own_sockets_however_it_names_them(box: Box, net
         "os.chdir('sub')\n"
         "report(relative=attempt(ask, '../own.sock'), absolute=attempt(ask, os.getcwd() + "
         "'/abs.sock'), alias=attempt(ask, '../alias.sock'), abstract=attempt(ask, "
-        "'\\0egg-test-abstract'), other_process=status == 0, handed=handed)"
+        "'\\0egg-test-abstract'), other_process=status == 0, handed=handed,"
+        " private_tmp=attempt(ask, '/tmp/egg-gate-test.sock'))"
     )
 
     assert found == {
@@ -66,6 +69,7 @@ def test_the_sandbox_reaches_its_own_sockets_however_it_names_them(box: Box, net
         "abstract": "ok",
         "other_process": True,
         "handed": "ok",
+        "private_tmp": "ok",
     }
 
 
