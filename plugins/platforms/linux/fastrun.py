@@ -15,12 +15,12 @@ from egg_core.spawn import (
     wait_pid,
 )
 
-from . import placeholders
+from . import cgrouprun, placeholders
 from .status import StatusReader
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # importing typing costs milliseconds on the fast path
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
     from typing import Any
 
 SECCOMP_FD = "\0seccomp-fd"
@@ -33,12 +33,20 @@ _BINDS = ("--bind", "--ro-bind", "--bind-try", "--ro-bind-try")
 
 def run(entry: dict[str, Any], env: dict[str, str]) -> int | None:
     """The command's exit code; None when the sandbox failed before the command started
-    because a host socket it masked vanished (the full path then prepares it again)."""
+    because a host socket it masked vanished, or when its cgroups cannot be made (the full path
+    then prepares it again, and says why)."""
+    spec = entry.get("cgroup")
+    try:
+        group = cgrouprun.start(cgrouprun.new_name(), spec) if spec else None
+    except OSError:
+        return None
     held = placeholders.plant(entry["placeholders"], entry["lock_dir"])
     try:
-        return _spawn_and_supervise(entry, env)
+        return _spawn_and_supervise(entry, env, group)
     finally:
         placeholders.remove(held)
+        if group is not None:
+            group.close()
 
 
 def away_from(fd: int, taken: int) -> int:
@@ -90,7 +98,9 @@ def any_vanished(volatile: Iterable[str], said: str = "") -> bool:
     return "bwrap:" in said and any(path in said for path in paths)
 
 
-def _spawn_and_supervise(entry: dict[str, Any], env: dict[str, str]) -> int | None:
+def _spawn_and_supervise(
+    entry: dict[str, Any], env: dict[str, str], group: cgrouprun.Running | None
+) -> int | None:
     volatile = frozenset(entry["volatile"])
     inner = entry["stderr_fd"]
     seccomp_fd = away_from(os.open(entry["seccomp_file"], os.O_RDONLY), inner)
@@ -102,6 +112,8 @@ def _spawn_and_supervise(entry: dict[str, Any], env: dict[str, str]) -> int | No
     said_write = away_from(said_write, inner)
     table = {SECCOMP_FD: str(seccomp_fd), STATUS_FD: str(status_write)}
     argv = drop_vanished([table.get(arg, arg) for arg in entry["argv"]], volatile)
+    if group is not None:
+        argv = group.prefix() + argv
     status = StatusReader(status_read)
     # posix_spawn passes every inheritable descriptor: seal all but the two bwrap needs
     seal_descriptors((seccomp_fd, status_write))
@@ -119,6 +131,8 @@ def _spawn_and_supervise(entry: dict[str, Any], env: dict[str, str]) -> int | No
         os.close(status_write)
         os.close(seccomp_fd)
         os.close(said_write)
+    if group is not None:
+        group.started()
     try:
         returncode = supervise(
             pid, lambda: wait_pid(pid), tty=entry["tty"], command_pid=status.child_pid
@@ -127,6 +141,10 @@ def _spawn_and_supervise(entry: dict[str, Any], env: dict[str, str]) -> int | No
         if status.exit_code(returncode) is None and any_vanished(volatile, said):
             return None
         reasons: dict[int, str] = entry["exit_reasons"]
-        return report_exit(returncode, status.exit_code, reasons.get, argv[0], said)
+        exit_code: Callable[[int], int | None] = status.exit_code
+        reason: Callable[[int], str | None] = reasons.get
+        if group is not None:
+            exit_code, reason = group.explained(exit_code, reason)
+        return report_exit(returncode, exit_code, reason, argv[0], said)
     finally:
         status.close()
