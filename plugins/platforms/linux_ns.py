@@ -55,6 +55,8 @@ PROXY_PORT = 3128
 AS_FLOOR = 4 << 30
 #: seconds of CPU between RLIMIT_CPU's SIGXCPU (soft) and its SIGKILL (hard)
 CPU_GRACE = 5
+#: seconds past resources.cpu's budget that RLIMIT_CPU, its backstop, lets one process go
+BACKSTOP_MARGIN = 1
 #: the exit code of a command killed for CPU time: 128 + SIGXCPU, by RLIMIT_CPU or the budget
 CPU_EXIT = cpubudget.EXIT_CODE
 BRIDGE = Path(bw.__file__).with_name("bridge.py")
@@ -463,18 +465,25 @@ def _uses_cgroups(policy: EffectivePolicy) -> bool:
 
 
 def cpu_rlimit(policy: EffectivePolicy) -> int | None:
-    """RLIMIT_CPU's soft limit for every process (whole seconds): resources.cpu_per_process, or
-    resources.cpu's budget as a backstop (no process alone can use more than its sandbox, so it
-    never ends one the budget's watcher would have left running); the lower of the two."""
-    wanted = [s for s in (policy.cpu_seconds, policy.cpu_per_process_seconds) if s is not None]
-    return max(1, math.ceil(min(wanted))) if wanted else None
+    """RLIMIT_CPU's soft limit for every process (whole seconds), the lower of
+    resources.cpu_per_process and a backstop for resources.cpu's budget: BACKSTOP_MARGIN past
+    it, so that the budget's watcher (which says what the sandbox used) always comes first, and
+    a single process still cannot run on should the watcher ever fail. No process alone can use
+    more than its sandbox, so the backstop never ends one the budget would have left running."""
+    wanted = []
+    if policy.cpu_seconds is not None:
+        wanted.append(math.ceil(policy.cpu_seconds) + BACKSTOP_MARGIN)
+    if policy.cpu_per_process_seconds is not None:
+        wanted.append(max(1, math.ceil(policy.cpu_per_process_seconds)))
+    return min(wanted) if wanted else None
 
 
 def cpu_exit_reason(policy: EffectivePolicy) -> str | None:
     """What a command killed by RLIMIT_CPU's SIGXCPU (exit :data:`CPU_EXIT`) was killed by."""
     per_process = policy.cpu_per_process_seconds
     if per_process is not None and (
-        policy.cpu_seconds is None or math.ceil(per_process) <= math.ceil(policy.cpu_seconds)
+        policy.cpu_seconds is None
+        or math.ceil(per_process) < math.ceil(policy.cpu_seconds) + BACKSTOP_MARGIN
     ):
         return "killed by the per-process CPU-time limit (resources.cpu_per_process)"
     if policy.cpu_seconds is not None:

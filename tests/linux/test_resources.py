@@ -171,6 +171,16 @@ def test_forking_cpu_burners_are_killed_at_the_sandboxs_cpu_budget(box: Box, pat
 
 
 @as_root
+def test_a_lone_spinner_is_ended_by_the_budget_before_its_rlimit_backstop(box: Box) -> None:
+    """One process alone: the watcher, which says what the sandbox used, ends it — not the
+    per-process RLIMIT_CPU kept a second past the budget for a watcher that failed."""
+    result = box.py("while True: pass", config={"resources": {"cpu": "1s"}}, timeout=30)
+
+    assert result.returncode == 152
+    assert BUDGET_LINE in result.stderr, result.stderr
+
+
+@as_root
 def test_a_sessions_forking_cpu_burners_are_killed_at_its_cpu_budget(box: Box) -> None:
     """``egg run``: the session daemon holds the budget, and its client says why it ended."""
     box.config({"resources": {"cpu": "1s"}})

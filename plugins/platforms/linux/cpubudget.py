@@ -9,8 +9,9 @@ kills every process of the sandbox once it reaches the budget.
 Polling: the watcher sleeps for as long as the sandbox could not possibly spend what is left of
 its budget — the remainder divided by the host's CPU count, between :data:`MIN_INTERVAL` and
 :data:`MAX_INTERVAL` — so the overshoot is bounded by ``cpus x MIN_INTERVAL`` plus the time the
-kill takes, and a long budget costs one read a second. RLIMIT_CPU at the budget stays on every
-process as a backstop (one process alone can never use more than the sandbox; see linux_ns).
+kill takes, and a long budget costs one read a second. RLIMIT_CPU a second past the budget stays
+on every process as a backstop, should the watcher ever fail (one process alone can never use
+more than the sandbox; see linux_ns.cpu_rlimit).
 
 A sandbox killed for its budget exits :data:`EXIT_CODE` (128+SIGXCPU, what a CPU-time limit has
 always meant, so the backstop's own SIGXCPU gives the same code) and egg says why in one line.
@@ -34,8 +35,8 @@ REASON = "killed by the CPU-time limit (resources.cpu)"
 
 
 def describe(seconds: float) -> str:
-    """``1.5`` -> ``1.5 s``, ``1800`` -> ``1800 s``."""
-    return f"{seconds:.3g} s" if seconds < 100 else f"{seconds:.0f} s"
+    """CPU time used, to the millisecond: ``1.013 s``, ``1800.2 s``."""
+    return f"{seconds:.3f} s" if seconds < 100 else f"{seconds:.1f} s"
 
 
 class Budget:
@@ -99,5 +100,5 @@ class Budget:
     def reason(self) -> str:
         return (
             f"{REASON}: the sandbox used {describe(self.used_ns / 1e9)} of CPU time, "
-            f"its budget is {describe(self.limit_ns / 1e9)}"
+            f"its budget is {self.limit_ns / 1e9:g} s"
         )
