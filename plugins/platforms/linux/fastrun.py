@@ -15,13 +15,15 @@ from egg_core.spawn import (
     wait_pid,
 )
 
-from . import cgrouprun, placeholders
+from . import placeholders
 from .status import StatusReader
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # importing typing costs milliseconds on the fast path
     from collections.abc import Callable, Iterable
     from typing import Any
+
+    from .cgrouprun import Running
 
 SECCOMP_FD = "\0seccomp-fd"
 STATUS_FD = "\0status-fd"
@@ -36,10 +38,14 @@ def run(entry: dict[str, Any], env: dict[str, str]) -> int | None:
     because a host socket it masked vanished, or when its cgroups cannot be made (the full path
     then prepares it again, and says why)."""
     spec = entry.get("cgroup")
-    try:
-        group = cgrouprun.start(cgrouprun.new_name(), spec) if spec else None
-    except OSError:
-        return None
+    group = None
+    if spec:  # imported only by launches with limits
+        from . import cgrouprun
+
+        try:
+            group = cgrouprun.start(cgrouprun.new_name(), spec)
+        except OSError:
+            return None
     held = placeholders.plant(entry["placeholders"], entry["lock_dir"])
     try:
         return _spawn_and_supervise(entry, env, group)
@@ -99,7 +105,7 @@ def any_vanished(volatile: Iterable[str], said: str = "") -> bool:
 
 
 def _spawn_and_supervise(
-    entry: dict[str, Any], env: dict[str, str], group: cgrouprun.Running | None
+    entry: dict[str, Any], env: dict[str, str], group: Running | None
 ) -> int | None:
     volatile = frozenset(entry["volatile"])
     inner = entry["stderr_fd"]
