@@ -16,7 +16,8 @@ NET_LOCAL = "net.local"  # only forwarded loopback ports
 NET_FILTERED = "net.filtered"  # only allowlisted domains, enforced for every client
 NET_FULL = "net.full"  # unrestricted network
 SYSCALL_FILTER = "syscall.filter"  # the escape-syscall denylist
-LIMIT_CPU = "limit.cpu"
+LIMIT_CPU = "limit.cpu"  # the whole sandbox's CPU time
+LIMIT_CPU_PER_PROCESS = "limit.cpu-per-process"  # each process's own CPU time (RLIMIT_CPU)
 LIMIT_MEMORY = "limit.memory"
 LIMIT_PIDS = "limit.pids"
 LIMIT_FDS = "limit.fds"
@@ -33,6 +34,7 @@ CAPABILITIES = frozenset(
         NET_FULL,
         SYSCALL_FILTER,
         LIMIT_CPU,
+        LIMIT_CPU_PER_PROCESS,
         LIMIT_MEMORY,
         LIMIT_PIDS,
         LIMIT_FDS,

@@ -119,16 +119,25 @@ class EnvConfig:
 class Resources:
     """The ``resources`` key, values as written; parsed values come from :mod:`egg_core.units`."""
 
+    #: the whole sandbox's CPU time (every process it ever had, together)
     cpu: str | int | None = None
     memory: str | int | None = None
     max_fds: int | None = None
     max_pids: int | None = None
+    #: each process's own CPU time (RLIMIT_CPU), for hosts that cannot account a sandbox's
+    cpu_per_process: str | int | None = None
 
     @property
     def cpu_seconds(self) -> float | None:
         from egg_core.units import parse_duration
 
         return None if self.cpu is None else parse_duration(self.cpu)
+
+    @property
+    def cpu_per_process_seconds(self) -> float | None:
+        from egg_core.units import parse_duration
+
+        return None if self.cpu_per_process is None else parse_duration(self.cpu_per_process)
 
     @property
     def memory_bytes(self) -> int | None:
@@ -138,7 +147,10 @@ class Resources:
 
     @property
     def any(self) -> bool:
-        return any(v is not None for v in (self.cpu, self.memory, self.max_fds, self.max_pids))
+        return any(
+            v is not None
+            for v in (self.cpu, self.memory, self.max_fds, self.max_pids, self.cpu_per_process)
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -282,6 +294,9 @@ def merge_configs(parent: EggConfig, child: EggConfig, home: Path | None = None)
             memory=_child_wins(parent.resources.memory, child.resources.memory),
             max_fds=_child_wins(parent.resources.max_fds, child.resources.max_fds),
             max_pids=_child_wins(parent.resources.max_pids, child.resources.max_pids),
+            cpu_per_process=_child_wins(
+                parent.resources.cpu_per_process, child.resources.cpu_per_process
+            ),
         ),
         shell=_child_wins(parent.shell, child.shell),
         dangerously_skip_permissions=(

@@ -57,7 +57,7 @@ TOP_LEVEL_KEYS = (
 )
 BASE_KEYS = ("name", "fs", "network", "env")
 NETWORK_KEYS = ("domains", "local_ports", "mode", "log", "agent_domains")
-RESOURCE_KEYS = ("cpu", "memory", "max_fds", "max_pids")
+RESOURCE_KEYS = ("cpu", "memory", "max_fds", "max_pids", "cpu_per_process")
 MAX_NODES = 20_000
 MAX_FILE_BYTES = 1 << 20
 
@@ -440,7 +440,11 @@ def _resources(r: _Reader, node: yaml.Node) -> Resources:
         return Resources()
     keys = r.mapping(node, "resources", RESOURCE_KEYS)
     values: dict[str, Any] = {}
-    for name, parse in (("cpu", parse_duration), ("memory", parse_size)):
+    for name, parse in (
+        ("cpu", parse_duration),
+        ("memory", parse_size),
+        ("cpu_per_process", parse_duration),
+    ):
         if name in keys and not r.is_null(keys[name]):
             item = keys[name]
             raw: str | int = (

@@ -17,10 +17,11 @@ Correctness rests on two things:
   platform's own kinds (the Linux kernel's table of bound unix sockets). All are re-checked before
   a cached launch runs; any difference falls back to the full path, which stores a fresh entry.
 
-Only launches with no helpers are cached (no network proxy, no cgroups): the cached recipe is an
-argv, an environment recipe (names to copy from the current environment, and constant defaults —
-never a copied value), files to open, and placeholders to remove afterwards. The cache lives in
-``$EGG_HOME/cache/exec``, which no sandbox can see. ``EGG_EXEC_CACHE=0`` turns it off;
+Only launches with no helpers are cached (no network proxy, no tool socket): the cached recipe is
+an argv, an environment recipe (names to copy from the current environment, and constant defaults
+— never a copied value), files to open, placeholders to remove afterwards, and the limits whose
+cgroups the platform's runner makes afresh for each run (and watches: the CPU budget). The cache
+lives in ``$EGG_HOME/cache/exec``, which no sandbox can see. ``EGG_EXEC_CACHE=0`` turns it off;
 ``EGG_EXEC_CACHE=debug`` says why a call missed.
 
 This module imports only C-level standard modules: it runs before anything else is loaded.

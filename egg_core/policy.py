@@ -120,10 +120,13 @@ class EffectivePolicy:
     config_env_names: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
     set_env: tuple[EnvDefault, ...] = attrs.field(default=(), converter=to_tuple)
     ssh_denied: bool = False
+    #: the whole sandbox's CPU time (resources.cpu)
     cpu_seconds: float | None = None
     memory_bytes: int | None = None
     max_fds: int | None = None
     max_pids: int | None = None
+    #: each process's own CPU time (resources.cpu_per_process)
+    cpu_per_process_seconds: float | None = None
     skip_permissions: bool = False
     audit: bool = False
     trace: bool = False
@@ -201,6 +204,7 @@ class EffectivePolicy:
             (caps.LIMIT_MEMORY, self.memory_bytes, "resources.memory"),
             (caps.LIMIT_PIDS, self.max_pids, "resources.max_pids"),
             (caps.LIMIT_FDS, self.max_fds, "resources.max_fds"),
+            (caps.LIMIT_CPU_PER_PROCESS, self.cpu_per_process_seconds, "resources.cpu_per_process"),
         ):
             if value is not None:
                 need[cap] = label
@@ -583,6 +587,7 @@ def resolve_policy(
         memory_bytes=resources.memory_bytes,
         max_fds=resources.max_fds,
         max_pids=resources.max_pids,
+        cpu_per_process_seconds=resources.cpu_per_process_seconds,
         skip_permissions=skip_permissions or config.dangerously_skip_permissions,
         audit=config.audit,
         trace=config.trace,

@@ -67,9 +67,13 @@ def test_doctor_as_an_unprivileged_user_names_the_cgroup_limits(tmp_path):
     data = json.loads(out.stdout)
     linux = next(p for p in data["platforms"] if p["name"] == "linux-ns")
     assert linux["available"] is True
-    assert set(data["failing_features"]) == {"resources.memory", "resources.max_pids"}
+    assert set(data["failing_features"]) == {
+        "resources.cpu",
+        "resources.memory",
+        "resources.max_pids",
+    }
     cgroups = next(c for c in linux["checks"] if c["name"] == "cgroups")
     # not a failure of the platform: a note in its block, with how to get them
     assert cgroups["note"] is True and cgroups["ok"] is True
-    assert cgroups["detail"].startswith("memory, pids: not available to this user (uid 65534")
+    assert cgroups["detail"].startswith("cpu, memory, pids: not available to this user (uid 65534")
     assert "Delegate=memory pids" in cgroups["fix"] or "run egg as root" in cgroups["fix"]

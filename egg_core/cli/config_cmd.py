@@ -43,8 +43,8 @@ env:
   - LANG
   - USER
 
-# resources:
-#   cpu: 30m
+# resources:          # cpu, memory, max_pids: the whole sandbox; max_fds: each process
+#   cpu: 30m          # CPU time of every process together (cpu_per_process: each its own)
 #   memory: 4GB
 #   max_fds: 4096
 #   max_pids: 512

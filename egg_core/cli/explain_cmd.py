@@ -96,6 +96,7 @@ def explain_data(ns: argparse.Namespace, ctx: Context) -> dict[str, Any]:
             "memory_bytes": policy.memory_bytes,
             "max_fds": policy.max_fds,
             "max_pids": policy.max_pids,
+            "cpu_per_process_seconds": policy.cpu_per_process_seconds,
         },
         "tools": _tools(ctx, plan),
         "drilled": [h.to_json() for h in policy.drilled],
@@ -180,8 +181,10 @@ def render_human(data: dict[str, Any]) -> str:
     ports = ", ".join(str(p) for p in net["local_ports"]) or "-"
     res = data["resources"]
     limits = ", ".join(f"{k}={v}" for k, v in res.items() if v is not None) or "none"
-    if res.get("cpu_seconds") is not None:
-        limits += " (cpu: per process, RLIMIT_CPU; memory and max_pids: the whole sandbox)"
+    if res.get("max_fds") is not None or res.get("cpu_per_process_seconds") is not None:
+        limits += (
+            " (max_fds and cpu_per_process: each process; cpu, memory, max_pids: the whole sandbox)"
+        )
     lines = [
         render_table(
             ["", ""],

@@ -11,8 +11,10 @@ What a sandboxed process gets (every claim has a test in tests/linux that attemp
 - egg's protections last: ``$EGG_HOME`` hidden, the config chain and the egg installation
   read-only;
 - a seccomp filter (see :mod:`egg_plugins.platforms.linux.seccomp`);
-- limits: RLIMIT_NOFILE and RLIMIT_CPU through ``prlimit``, memory and pids through cgroups with
-  RLIMIT_AS (4 GiB floor) as a backstop; a limit the host cannot enforce is an EnforcementError;
+- limits: memory, pids and the sandbox's CPU time through cgroups (the CPU budget held by a
+  watcher: :mod:`egg_plugins.platforms.linux.cpubudget`), with RLIMIT_AS (4 GiB floor) and
+  RLIMIT_CPU as backstops; RLIMIT_NOFILE and a per-process CPU limit through ``prlimit``; a limit
+  the host cannot enforce is an EnforcementError;
 - network: ``*`` shares the host network; anything else gets its own empty network namespace, and
   allowed domains / forwarded local ports are reached only through the host-side proxy
   (:mod:`egg_core.netproxy`) bridged in over Unix sockets.
@@ -25,6 +27,7 @@ Why one module of this size: it is the platform's one object, wiring the pieces 
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import signal
@@ -43,7 +46,7 @@ from egg_core.policy import NEED_FILTERED, NEED_FULL, NEED_NONE, EffectivePolicy
 from egg_core.sandbox import Availability, Check, Launch, Platform, Prepared
 
 from .linux import bwrap as bw
-from .linux import fastrun, gate_filter, socketgate
+from .linux import cpubudget, fastrun, gate_filter, socketgate
 from .linux.placeholders import Held
 from .linux.placeholders import plant as plant_placeholders
 from .linux.placeholders import remove as remove_placeholders
@@ -52,6 +55,12 @@ from .linux.trust import ruled_paths
 
 PROXY_PORT = 3128
 AS_FLOOR = 4 << 30
+#: seconds of CPU between RLIMIT_CPU's SIGXCPU (soft) and its SIGKILL (hard)
+CPU_GRACE = 5
+#: seconds past resources.cpu's budget that RLIMIT_CPU, its backstop, lets one process go
+BACKSTOP_MARGIN = 1
+#: the exit code of a command killed for CPU time: 128 + SIGXCPU, by RLIMIT_CPU or the budget
+CPU_EXIT = cpubudget.EXIT_CODE
 BRIDGE = Path(bw.__file__).with_name("bridge.py")
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 
@@ -130,18 +139,12 @@ class LinuxNamespaces(Platform):
                 for port in policy.local_ports
                 if port < 1024
             ]
-        wanted = {"memory": policy.memory_bytes, "pids": policy.max_pids}
-        if any(v is not None for v in wanted.values()):
+        if _uses_cgroups(policy):
             from .linux import cgroups
 
-            support = cgroups.detect()
-            for controller, value in wanted.items():
-                if value is not None and controller not in support.parents:
-                    key = "memory" if controller == "memory" else "max_pids"
-                    gaps.append(
-                        f"resources.{key} needs the {controller} cgroup: "
-                        f"{support.problems[controller]}"
-                    )
+            gaps += cgroups.gaps(
+                {"memory": policy.memory_bytes, "pids": policy.max_pids, "cpu": policy.cpu_seconds}
+            )
         return gaps
 
     def shared_path(self, host_dir: Path) -> str:
@@ -197,9 +200,9 @@ class LinuxNamespaces(Platform):
         limits = []
         if policy.max_fds is not None:
             limits.append(f"--nofile={policy.max_fds}:{policy.max_fds}")
-        if policy.cpu_seconds is not None:
-            soft = max(1, int(-(-policy.cpu_seconds // 1)))
-            limits.append(f"--cpu={soft}:{soft + 5}")
+        cpu = cpu_rlimit(policy)
+        if cpu is not None:
+            limits.append(f"--cpu={cpu}:{cpu + CPU_GRACE}")
         if policy.memory_bytes is not None:
             space = max(policy.memory_bytes, AS_FLOOR)
             limits.append(f"--as={space}:{space}")
@@ -247,7 +250,7 @@ class LinuxNamespaces(Platform):
         )
         args = bw.build_args(policy, request, self.bwrap_path() or "bwrap")
         prefix = self._prefix(policy)
-        if policy.memory_bytes is not None or policy.max_pids is not None:
+        if _uses_cgroups(policy):
             prefix = ["/bin/sh", "-c", "<join the session's cgroups>", "egg-cgroup-join", *prefix]
         return [*prefix, *args]
 
@@ -315,42 +318,44 @@ class LinuxNamespaces(Platform):
         args = bw.build_args(policy, request, bwrap)
         gate = self._gate(launch, policy, net_dir, prepared)
         prefix = self._prefix(policy)
-        uses_cgroups = policy.memory_bytes is not None or policy.max_pids is not None
-        if uses_cgroups:
-            from .linux import cgroups
+        group_spec = None
+        join: list[str] = []
+        status = StatusReader(status_read)
+        prepared.add_cleanup(status.close)
+        exit_code: Callable[[int], int | None] = status.exit_code
+        if _uses_cgroups(policy):
+            from .linux import cgrouprun, cgroups
 
-            group = cgroups.create(
-                f"{os.getpid()}-{os.urandom(4).hex()}", policy.memory_bytes, policy.max_pids
-            )
-            prepared.add_cleanup(group.destroy)
-            prefix = group.join_prefix() + prefix
-            prepared.add_exit_reason(
-                lambda code: (
-                    "killed by the memory limit (resources.memory): out of memory"
-                    if group.died_of_oom()
-                    else None
-                )
-            )
-        if policy.cpu_seconds is not None:
-            prepared.add_exit_reason(
-                lambda code: (
-                    "killed by the CPU-time limit (resources.cpu)"
-                    if code == 128 + signal.SIGXCPU
-                    else None
-                )
-            )
+            group_spec = cgroups.spec(policy.memory_bytes, policy.max_pids, policy.cpu_seconds)
+            group = cgroups.create(cgrouprun.new_name(), group_spec)
+            prepared.add_cleanup(group.close)
+            join = group.prefix()
+            # the CPU budget is watched from the spawn on, by whoever supervises the sandbox
+            prepared.add_spawn_hook(group.started)
+            prepared.add_exit_reason(group.reason)
+            exit_code = group.exit_code(exit_code)
+        backstop = cpu_exit_reason(policy)
+        if backstop is not None:
+            prepared.add_exit_reason(lambda code: backstop if code == CPU_EXIT else None)
         if policy.max_pids is not None:
             prepared.notes.append(f"process limit: {policy.max_pids}")
-        prepared.argv = prefix + args
+        prepared.argv = join + prefix + args
         prepared.pass_fds = (seccomp_fd, status_write, gate.child_fd)
         prepared.stderr_fd = COMMAND_STDERR_FD
         prepared.ignore_signals = (signal.SIGINT, signal.SIGQUIT)
-        status = StatusReader(status_read)
-        prepared.add_cleanup(status.close)
-        prepared.set_exit_code_reader(status.exit_code)
+        prepared.set_exit_code_reader(exit_code)
         prepared.set_child_pid_reader(status.child_pid)
-        if not sockets and not uses_cgroups and not launch.tools_dir:
-            self._offer_recipe(launch, prepared, seccomp_fd, status_write, placeholders, gate)
+        if not sockets and not launch.tools_dir:
+            self._offer_recipe(
+                launch,
+                prepared,
+                seccomp_fd,
+                status_write,
+                placeholders,
+                gate,
+                group_spec,
+                len(join),
+            )
         # Planted right before the spawn (bwrap binds each onto itself, so it must exist then),
         # not before: what egg exec caches must see the host without them.
         held: list[Held] = []
@@ -369,9 +374,13 @@ class LinuxNamespaces(Platform):
         status_fd: int,
         placeholders: list[tuple[str, str]],
         gate: socketgate.Gate,
+        group_spec: dict[str, Any] | None,
+        joined: int,
     ) -> None:
         """Describe this launch for egg exec's cache. Its facts are what the decision looked at
-        (recorded through egg_core.observe as it was made), and the paths its command line names."""
+        (recorded through egg_core.observe as it was made), and the paths its command line names.
+        Its cgroups are made afresh for every run (``group_spec``; see linux.cgrouprun): the
+        cached command line starts after the ``joined`` words that join this run's own."""
         from egg_core import observe
 
         from .linux import seccomp as sc
@@ -385,6 +394,7 @@ class LinuxNamespaces(Platform):
         policy = launch.policy
         table = {str(seccomp_fd): fastrun.SECCOMP_FD, str(status_fd): fastrun.STATUS_FD}
         argv = list(prepared.argv)
+        argv = argv[joined:]
         for index, arg in enumerate(argv[:-1]):
             if arg in ("--seccomp", "--json-status-fd"):
                 argv[index + 1] = table[argv[index + 1]]
@@ -397,9 +407,8 @@ class LinuxNamespaces(Platform):
             fresh = layer is not None and pathrules.under(arg, layer)
             if arg.startswith("/") and arg not in seeded and not fresh:
                 observe.realpath(arg)
-        reasons = {}
-        if policy.cpu_seconds is not None:
-            reasons[128 + signal.SIGXCPU] = "killed by the CPU-time limit (resources.cpu)"
+        backstop = cpu_exit_reason(policy)
+        reasons = {CPU_EXIT: backstop} if backstop is not None else {}
         prepared.recipe = {
             "runner": "egg_plugins.platforms.linux.fastrun:run",
             "argv": argv,
@@ -412,6 +421,7 @@ class LinuxNamespaces(Platform):
             "gate_grants": gate.grants.as_json(),
             "stderr_fd": COMMAND_STDERR_FD,
             "exit_reasons": reasons,
+            "cgroup": group_spec,
         }
         if layer:
             prepared.recipe["home_layer"] = layer
@@ -500,6 +510,37 @@ def start_gate(gate: socketgate.Gate) -> None:
         gate.started()
     except OSError as exc:
         raise EnforcementError(gate.error or f"cannot start the socket gate: {exc}") from exc
+
+
+def _uses_cgroups(policy: EffectivePolicy) -> bool:
+    return any(v is not None for v in (policy.memory_bytes, policy.max_pids, policy.cpu_seconds))
+
+
+def cpu_rlimit(policy: EffectivePolicy) -> int | None:
+    """RLIMIT_CPU's soft limit for every process (whole seconds), the lower of
+    resources.cpu_per_process and a backstop for resources.cpu's budget: BACKSTOP_MARGIN past
+    it, so that the budget's watcher (which says what the sandbox used) always comes first, and
+    a single process still cannot run on should the watcher ever fail. No process alone can use
+    more than its sandbox, so the backstop never ends one the budget would have left running."""
+    wanted = []
+    if policy.cpu_seconds is not None:
+        wanted.append(math.ceil(policy.cpu_seconds) + BACKSTOP_MARGIN)
+    if policy.cpu_per_process_seconds is not None:
+        wanted.append(max(1, math.ceil(policy.cpu_per_process_seconds)))
+    return min(wanted) if wanted else None
+
+
+def cpu_exit_reason(policy: EffectivePolicy) -> str | None:
+    """What a command killed by RLIMIT_CPU's SIGXCPU (exit :data:`CPU_EXIT`) was killed by."""
+    per_process = policy.cpu_per_process_seconds
+    if per_process is not None and (
+        policy.cpu_seconds is None
+        or math.ceil(per_process) < math.ceil(policy.cpu_seconds) + BACKSTOP_MARGIN
+    ):
+        return "killed by the per-process CPU-time limit (resources.cpu_per_process)"
+    if policy.cpu_seconds is not None:
+        return cpubudget.REASON
+    return None
 
 
 def _closer(fd: int) -> Callable[[], None]:

@@ -33,9 +33,11 @@ Capabilities claimed, and why:
   what agents log in with and stays reachable. TIOCSTI has no portable SBPL rule: without a
   terminal the command gets a new session (no controlling terminal, so TIOCSTI fails); with one
   (``egg exec`` in a terminal) it is NOT blocked on macOS.
-- ``limit.cpu``, ``limit.fds``: RLIMIT_CPU (SIGXCPU, then SIGKILL 5 s later) and RLIMIT_NOFILE.
+- ``limit.cpu-per-process``, ``limit.fds``: RLIMIT_CPU (SIGXCPU, then SIGKILL 5 s later) and
+  RLIMIT_NOFILE.
 - ``env.filter``: the environment egg passes is the only one the command sees.
-Not claimed: ``limit.memory`` (macOS does not enforce RLIMIT_AS/RLIMIT_DATA), ``limit.pids``
+Not claimed: ``limit.cpu`` (the whole session's CPU time: nothing accounts a session's
+processes together), ``limit.memory`` (macOS does not enforce RLIMIT_AS/RLIMIT_DATA), ``limit.pids``
 (RLIMIT_NPROC counts all of the user's processes, not the session's), ``fs.jail`` (``deny:/``
 needs a system allowlist this platform does not generate). A policy needing one of them is an
 EnforcementError naming the gap, never a weaker sandbox.
@@ -94,6 +96,8 @@ _FIXES = {
     "resources.memory or use linux-ns",
     caps.LIMIT_PIDS: "macOS's RLIMIT_NPROC counts every process of the user, not the session's; "
     "remove resources.max_pids or use linux-ns",
+    caps.LIMIT_CPU: "macOS cannot account a session's processes together; limit each process "
+    "instead with resources.cpu_per_process, or use linux-ns",
     caps.FS_JAIL: "list the paths to deny instead of deny:/, or use linux-ns",
 }
 
@@ -114,7 +118,7 @@ class MacSeatbelt(Platform):
             caps.NET_FILTERED,
             caps.NET_FULL,
             caps.SYSCALL_FILTER,
-            caps.LIMIT_CPU,
+            caps.LIMIT_CPU_PER_PROCESS,
             caps.LIMIT_FDS,
             caps.ENV_FILTER,
         }
@@ -199,7 +203,7 @@ class MacSeatbelt(Platform):
             _check_compiles(profile)
             prepared.argv = [SANDBOX_EXEC, "-p", profile, *launch.argv]
             prepared.preexec_fn = host.child_setup(limits, new_session=not launch.tty)
-            if policy.cpu_seconds is not None:
+            if policy.cpu_per_process_seconds is not None:
                 prepared.add_exit_reason(host.cpu_exit_reason)
         except BaseException:
             prepared.cleanup()

@@ -112,10 +112,14 @@ def test_env_is_unioned_and_star_wins():
 
 
 def test_resources_child_wins_per_field():
-    parent = EggConfig(resources=Resources(cpu="60s", memory="1GB", max_fds=100, max_pids=10))
-    child = EggConfig(resources=Resources(memory="2GB", max_pids=20))
+    parent = EggConfig(
+        resources=Resources(
+            cpu="60s", memory="1GB", max_fds=100, max_pids=10, cpu_per_process="10s"
+        )
+    )
+    child = EggConfig(resources=Resources(memory="2GB", max_pids=20, cpu_per_process="5s"))
     assert merge(parent, child).resources == Resources(
-        cpu="60s", memory="2GB", max_fds=100, max_pids=20
+        cpu="60s", memory="2GB", max_fds=100, max_pids=20, cpu_per_process="5s"
     )
 
 

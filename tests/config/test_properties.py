@@ -26,6 +26,7 @@ KEYS = st.sampled_from(
         "memory",
         "max_fds",
         "max_pids",
+        "cpu_per_process",
         "name",
     ]
 ) | st.text(max_size=8)

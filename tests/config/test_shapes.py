@@ -134,6 +134,12 @@ def test_resources_and_units():
     assert (res.max_fds, res.max_pids) == (1024, 256)
 
 
+def test_a_per_process_cpu_limit_is_its_own_key_beside_the_sandboxs_budget():
+    res = load("resources: {cpu: 10m, cpu_per_process: 90s}").resources
+    assert res.cpu_seconds == 600 and res.cpu_per_process_seconds == 90
+    assert load("resources: {cpu_per_process: 30}").resources.cpu_seconds is None
+
+
 def test_integer_cpu_is_seconds_and_integer_memory_is_bytes():
     res = load("resources: {cpu: 300, memory: 1048576}").resources
     assert res.cpu_seconds == 300 and res.memory_bytes == 1 << 20
@@ -170,6 +176,7 @@ CANONICAL = [
     "base:\n  name: strict\n  fs: none\n  env: ./env.yaml\n",
     "base: ./team.yaml\nfs: []\nnetwork: none\nenv:\n  - HOME\n  - PATH\n"
     "resources:\n  cpu: 300s\n  memory: 2GB\n  max_fds: 1024\n  max_pids: 100\n"
+    "  cpu_per_process: 60s\n"
     "shell: /bin/bash\ndangerously_skip_permissions: true\naudit: true\ntrace: true\n"
     "agent_settings:\n  claude: ~/.claude/settings.json\n",
     "fs:\n  - rw:/path with spaces\n  - 'deny:~/a: b'\n",

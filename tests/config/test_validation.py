@@ -33,6 +33,7 @@ def error(text: str) -> str:
         ("resources:\n  memory: -5MB\n", "resources.memory: expected a size"),
         ("resources:\n  cpu: 5 minutes\n", "resources.cpu: expected a duration"),
         ("resources:\n  cpu: 0s\n", "resources.cpu: a duration must be greater than zero"),
+        ("resources:\n  cpu_per_process: 2 hours\n", "resources.cpu_per_process: expected a"),
         ("resources:\n  max_fds: -1\n", "resources.max_fds: -1 is out of range"),
         ("resources:\n  max_fds: 0\n", "resources.max_fds: 0 is out of range"),
         ("resources:\n  max_pids: 1.5\n", "resources.max_pids: expected an integer, got 1.5"),

@@ -189,9 +189,10 @@ def test_with_a_terminal_the_command_keeps_the_session(tmp_path, on_macos):
     assert MacSeatbelt().prepare(launch).preexec_fn is None
 
 
-def test_a_cpu_limit_kill_is_explained(tmp_path, on_macos):
+def test_a_per_process_cpu_limit_kill_is_explained(tmp_path, on_macos):
     launch = attrs.evolve(
-        launch_for(tmp_path, cpu_seconds=1.0), argv=[sys.executable, "-c", "while True: pass"]
+        launch_for(tmp_path, cpu_per_process_seconds=1.0),
+        argv=[sys.executable, "-c", "while True: pass"],
     )
     prepared = MacSeatbelt().prepare(launch)
     with prepared:
@@ -199,7 +200,19 @@ def test_a_cpu_limit_kill_is_explained(tmp_path, on_macos):
             prepared.argv, env=prepared.env, preexec_fn=prepared.preexec_fn, timeout=60
         )
     code = prepared.command_exit_code(proc.returncode)
-    assert prepared.exit_reason(code) == "killed by the CPU-time limit (resources.cpu)"
+    assert prepared.exit_reason(code) == (
+        "killed by the per-process CPU-time limit (resources.cpu_per_process)"
+    )
+
+
+def test_a_sandbox_cpu_budget_is_a_gap_that_names_the_per_process_limit(tmp_path):
+    """macOS has nothing that accounts a session's processes together: resources.cpu is not
+    quietly turned into a per-process limit."""
+    gaps = MacSeatbelt().gaps(launch_for(tmp_path, cpu_seconds=60.0).policy)
+
+    assert len(gaps) == 1
+    assert gaps[0].startswith("resources.cpu needs limit.cpu")
+    assert "resources.cpu_per_process" in gaps[0]
 
 
 def test_a_profile_sandbox_exec_rejects_is_an_enforcement_error(tmp_path, on_macos):

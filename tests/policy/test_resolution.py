@@ -167,6 +167,22 @@ def test_resources_are_parsed():
     )
 
 
+def test_the_sandboxs_cpu_budget_and_a_per_process_limit_are_different_capabilities():
+    """A platform that can only limit each process is not taken to hold the sandbox's budget."""
+    from egg_core import capabilities as caps
+
+    budget = resolve("shell", "resources: {cpu: 2m}")
+    per_process = resolve("shell", "resources: {cpu_per_process: 30s}")
+    assert budget.required_capabilities()[caps.LIMIT_CPU] == "resources.cpu"
+    assert caps.LIMIT_CPU_PER_PROCESS not in budget.required_capabilities()
+    assert per_process.cpu_per_process_seconds == 30 and per_process.cpu_seconds is None
+    assert caps.LIMIT_CPU not in per_process.required_capabilities()
+    assert (
+        per_process.required_capabilities()[caps.LIMIT_CPU_PER_PROCESS]
+        == "resources.cpu_per_process"
+    )
+
+
 def test_skip_permissions_from_config_or_flag():
     assert resolve("claude", "dangerously_skip_permissions: true").skip_permissions
     assert resolve("claude", skip_permissions=True).skip_permissions

@@ -1,22 +1,26 @@
-"""Memory and process-count limits through cgroups (v2, or v1 where that is what the host has).
+"""The host's cgroups for egg's limits: memory, process count and the sandbox's CPU time.
 
-A limit the host cannot enforce is an EnforcementError naming the limit, the reason and the fix;
-there is no silent fallback to a weaker mechanism. The sandboxed process joins its cgroups through
-a ``/bin/sh`` one-liner that writes its own pid before exec'ing bwrap, so nothing of the sandbox
-ever runs outside the limits.
+Cgroup v2, or v1 where that is what the host has. A limit the host cannot enforce is an
+EnforcementError naming the limit, the reason and the fix; there is no silent fallback to a
+weaker mechanism (``resources.cpu_per_process`` is the per-process CPU limit a user may choose
+instead of the sandbox's budget). A sandbox's own cgroups, once made, are
+:mod:`.cgrouprun`'s: the sandboxed process joins them through a ``/bin/sh`` one-liner that
+writes its own pid before exec'ing bwrap, so nothing of the sandbox ever runs outside them.
 """
 
 from __future__ import annotations
 
 import os
-import signal
-import time
 from pathlib import Path
+from typing import Any
 
 import attrs
 
 from egg_core import rundirs
 from egg_core.errors import EnforcementError
+
+from .cgrouprun import Running
+from .cgrouprun import start as start_group
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
@@ -47,11 +51,18 @@ def _v2_own_cgroup() -> Path | None:
     return None
 
 
+#: controller -> the egg.yaml key that needs it
+KEYS = {"memory": "resources.memory", "pids": "resources.max_pids", "cpu": "resources.cpu"}
+#: controller -> the cgroup v1 hierarchy that provides it (CPU time is cpuacct's)
+V1_HIERARCHY = {"memory": "memory", "pids": "pids", "cpu": "cpuacct"}
+
+
 def detect(root: Path = CGROUP_ROOT) -> CgroupSupport:
-    """Probe the host: where egg could create memory and pids cgroups as this user."""
+    """Probe the host: where egg could create memory, pids and CPU-accounting cgroups as this
+    user."""
     parents: dict[str, Path] = {}
     problems: dict[str, str] = {}
-    v1 = {c: root / c for c in ("memory", "pids") if (root / c / "cgroup.procs").exists()}
+    v1 = {c: root / h for c, h in V1_HIERARCHY.items() if (root / h / "cgroup.procs").exists()}
     if v1:
         for controller, mount in v1.items():
             parent = mount / "egg"
@@ -62,9 +73,9 @@ def detect(root: Path = CGROUP_ROOT) -> CgroupSupport:
                     f"{mount} is not writable by uid {os.getuid()} (run egg as root, or give "
                     "this user a delegated cgroup)"
                 )
-        for controller in ("memory", "pids"):
+        for controller, hierarchy in V1_HIERARCHY.items():
             if controller not in v1:
-                problems[controller] = f"the cgroup v1 {controller} controller is not mounted"
+                problems[controller] = f"the cgroup v1 {hierarchy} controller is not mounted"
         return CgroupSupport(1, parents, problems)
     if (root / "cgroup.controllers").exists():
         own = _v2_own_cgroup()
@@ -73,7 +84,9 @@ def detect(root: Path = CGROUP_ROOT) -> CgroupSupport:
             available = (base / "cgroup.subtree_control").read_text().split()
         except OSError:
             available = []
-        for controller in ("memory", "pids"):
+        # every v2 cgroup accounts its CPU time (cpu.stat), whatever controllers it has
+        available.append("cpu")
+        for controller in KEYS:
             if controller not in available:
                 problems[controller] = (
                     f"cgroup v2 controller {controller!r} is not enabled for {base} (delegate "
@@ -84,61 +97,7 @@ def detect(root: Path = CGROUP_ROOT) -> CgroupSupport:
             else:
                 parents[controller] = base
         return CgroupSupport(2, parents, problems)
-    return CgroupSupport(0, {}, {c: "no cgroup filesystem is mounted" for c in ("memory", "pids")})
-
-
-@attrs.define
-class Cgroup:
-    """The cgroup directories of one sandbox, created by :func:`create`."""
-
-    name: str
-    version: int
-    dirs: dict[str, Path]
-    _oom_before: int = 0
-
-    def join_prefix(self) -> list[str]:
-        """``sh -c`` that moves itself into every cgroup, then execs the rest of argv."""
-        writes = " && ".join(
-            f"echo $$ > '{d}/cgroup.procs'" for d in dict.fromkeys(self.dirs.values())
-        )
-        return ["/bin/sh", "-c", f'{writes} && exec "$@"', "egg-cgroup-join"]
-
-    def oom_kills(self) -> int:
-        memory = self.dirs.get("memory")
-        if memory is None:
-            return 0
-        name = "memory.oom_control" if self.version == 1 else "memory.events"
-        try:
-            for line in (memory / name).read_text().splitlines():
-                key, _, value = line.partition(" ")
-                if key == "oom_kill":
-                    return int(value)
-        except (OSError, ValueError):
-            pass
-        return 0
-
-    def died_of_oom(self) -> bool:
-        return self.oom_kills() > self._oom_before
-
-    def destroy(self) -> None:
-        for directory in dict.fromkeys(self.dirs.values()):
-            for _ in range(50):
-                try:
-                    pids = [int(p) for p in (directory / "cgroup.procs").read_text().split()]
-                except (OSError, ValueError):
-                    pids = []
-                for pid in pids:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except OSError:
-                        pass
-                try:
-                    directory.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.02)
+    return CgroupSupport(0, {}, {c: "no cgroup filesystem is mounted" for c in KEYS})
 
 
 def sweep() -> list[str]:
@@ -164,49 +123,47 @@ def sweep() -> list[str]:
     return removed
 
 
-def create(name: str, memory_bytes: int | None, max_pids: int | None) -> Cgroup:
-    """Create the cgroups for one sandbox, or raise EnforcementError naming what is missing."""
-    wanted = {"memory": memory_bytes, "pids": max_pids}
-    wanted = {k: v for k, v in wanted.items() if v is not None}
+def gaps(wanted: dict[str, Any], support: CgroupSupport | None = None) -> list[str]:
+    """What of ``wanted`` (controller -> its limit, None: not asked) this host cannot give this
+    user, one line per limit with the fix."""
+    support = support or detect()
+    found = []
+    for controller, value in wanted.items():
+        if value is None or controller in support.parents:
+            continue
+        hierarchy = V1_HIERARCHY[controller] if support.version == 1 else controller
+        line = f"{KEYS[controller]} needs the {hierarchy} cgroup: {support.problems[controller]}"
+        if controller == "cpu":
+            line += "; or limit each process instead with resources.cpu_per_process"
+        found.append(line)
+    return found
+
+
+def spec(
+    memory_bytes: int | None, max_pids: int | None, cpu_seconds: float | None
+) -> dict[str, Any]:
+    """The cgroups a sandbox with these limits needs (see :mod:`.cgrouprun`), or raise
+    EnforcementError naming what this host does not give this user."""
+    wanted = {"memory": memory_bytes, "pids": max_pids, "cpu": cpu_seconds}
     support = detect()
-    gaps = [
-        f"resources.{'memory' if c == 'memory' else 'max_pids'} needs the {c} cgroup: "
-        f"{support.problems[c]}"
-        for c in wanted
-        if c not in support.parents
-    ]
-    if gaps:
-        raise EnforcementError(gaps, platform="linux-ns")
-    dirs: dict[str, Path] = {}
+    missing = gaps(wanted, support)
+    if missing:
+        raise EnforcementError(missing, platform="linux-ns")
+    return {
+        "version": support.version,
+        "parents": {c: str(support.parents[c]) for c, v in wanted.items() if v is not None},
+        "memory": memory_bytes,
+        "pids": max_pids,
+        "cpu": cpu_seconds,
+    }
+
+
+def create(name: str, wanted: dict[str, Any]) -> Running:
+    """Create the cgroups of ``wanted`` (a :func:`spec`) for one sandbox, or raise
+    EnforcementError naming what failed."""
     try:
-        for controller in wanted:
-            parent = support.parents[controller]
-            parent.mkdir(exist_ok=True)
-            directory = parent / (name if support.version == 1 else f"egg-{name}")
-            directory.mkdir()
-            dirs[controller] = directory
-        group = Cgroup(name, support.version, dirs)
-        if memory_bytes is not None:
-            _limit_memory(dirs["memory"], memory_bytes, support.version)
-        if max_pids is not None:
-            (dirs["pids"] / "pids.max").write_text(str(max_pids))
-        group._oom_before = group.oom_kills()
-        return group
+        return start_group(name, wanted)
     except OSError as exc:
-        Cgroup(name, support.version, dirs).destroy()
         raise EnforcementError(
             f"cannot set up cgroup limits: {exc.strerror} ({exc.filename})", platform="linux-ns"
         ) from exc
-
-
-def _limit_memory(directory: Path, limit: int, version: int) -> None:
-    if version == 1:
-        (directory / "memory.limit_in_bytes").write_text(str(limit))
-        swap = directory / "memory.memsw.limit_in_bytes"
-        if swap.exists():  # memory + swap: otherwise the limit leaks into swap
-            swap.write_text(str(limit))
-    else:
-        (directory / "memory.max").write_text(str(limit))
-        swap = directory / "memory.swap.max"
-        if swap.exists():
-            swap.write_text("0")

@@ -113,13 +113,12 @@ SYSTEMD_DELEGATION = (
 
 
 def check_cgroups() -> Check:
-    """memory and pids cgroups. Missing only because this user may not create them (not root,
-    nothing delegated) is a note, not a failure: the platform works, and resources.memory and
-    resources.max_pids are what this user cannot have until they are delegated."""
+    """memory, pids and CPU-accounting cgroups. Missing only because this user may not create
+    them (not root, nothing delegated) is a note, not a failure: the platform works, and
+    resources.memory, resources.max_pids and resources.cpu are what this user cannot have until
+    they are delegated (resources.cpu_per_process needs no cgroup)."""
     support = cgroups.detect()
-    blocks = tuple(
-        "resources.memory" if c == "memory" else "resources.max_pids" for c in support.problems
-    )
+    blocks = tuple(cgroups.KEYS[c] for c in support.problems)
     problems = "; ".join(f"{c}: {why}" for c, why in sorted(support.problems.items()))
     if not support.problems:
         return Check("cgroups", True, support.describe())

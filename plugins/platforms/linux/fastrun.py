@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # importing typing costs milliseconds on the fast path
     from collections.abc import Callable
     from typing import Any
 
+    from .cgrouprun import Running
+
 SECCOMP_FD = "\0seccomp-fd"
 STATUS_FD = "\0status-fd"
 #: where the real stderr goes for the command inside (see linux_ns.STDERR_SHIM)
@@ -32,15 +34,27 @@ COMMAND_STDERR_FD = 9
 
 def run(entry: dict[str, Any], env: dict[str, str]) -> int | None:
     """The command's exit code; None when the cached launch cannot run as it was cached (a
-    filter file gone from the cache): the full path then prepares it again."""
+    filter file gone from the cache) or its cgroups cannot be made: the full path then
+    prepares it again, and says why."""
     programs = gate_filter.read_programs(entry["gate_programs"])
     if programs is None:
         return None
+    spec = entry.get("cgroup")
+    group = None
+    if spec:  # imported only by launches with limits
+        from . import cgrouprun
+
+        try:
+            group = cgrouprun.start(cgrouprun.new_name(), spec)
+        except OSError:
+            return None
     held = placeholders.plant(entry["placeholders"], entry["lock_dir"])
     try:
-        return _spawn_and_supervise(entry, env, programs)
+        return _spawn_and_supervise(entry, env, programs, group)
     finally:
         placeholders.remove(held)
+        if group is not None:
+            group.close()
 
 
 def away_from(fd: int, taken: int) -> int:
@@ -53,7 +67,9 @@ def away_from(fd: int, taken: int) -> int:
     return moved
 
 
-def _spawn_and_supervise(entry: dict[str, Any], env: dict[str, str], programs: list[bytes]) -> int:
+def _spawn_and_supervise(
+    entry: dict[str, Any], env: dict[str, str], programs: list[bytes], group: Running | None
+) -> int:
     inner = entry["stderr_fd"]
     seccomp_fd = away_from(os.open(entry["seccomp_file"], os.O_RDONLY), inner)
     os.set_inheritable(seccomp_fd, True)
@@ -64,6 +80,8 @@ def _spawn_and_supervise(entry: dict[str, Any], env: dict[str, str], programs: l
     said_write = away_from(said_write, inner)
     table = {SECCOMP_FD: str(seccomp_fd), STATUS_FD: str(status_write)}
     argv = [table.get(arg, arg) for arg in entry["argv"]]
+    if group is not None:
+        argv = group.prefix() + argv
     status = StatusReader(status_read)
     gate = socketgate.Gate(programs, socketgate.Grants.from_json(entry["gate_grants"]))
     # the child gets every inheritable descriptor: seal all but the ones bwrap and the gate need
@@ -88,15 +106,21 @@ def _spawn_and_supervise(entry: dict[str, Any], env: dict[str, str], programs: l
         except OSError:
             wait_pid(pid)
             said = setup_errors(said_read).strip()
-            reason = gate.error or "cannot start the socket gate"
-            os.write(2, f"egg: error: {reason}{': ' + said if said else ''}\n".encode())
+            why = gate.error or "cannot start the socket gate"
+            os.write(2, f"egg: error: {why}{': ' + said if said else ''}\n".encode())
             return SANDBOX_FAILED
+        if group is not None:
+            group.started()
         returncode = supervise(
             pid, lambda: wait_pid(pid), tty=entry["tty"], command_pid=status.child_pid
         )
         said = setup_errors(said_read)
         reasons: dict[int, str] = entry["exit_reasons"]
-        return report_exit(returncode, status.exit_code, reasons.get, argv[0], said)
+        exit_code: Callable[[int], int | None] = status.exit_code
+        reason: Callable[[int], str | None] = reasons.get
+        if group is not None:
+            exit_code, reason = group.explained(exit_code, reason)
+        return report_exit(returncode, exit_code, reason, argv[0], said)
     finally:
         gate.close()
         status.close()

@@ -37,16 +37,17 @@ class Limit:
 
 
 def limits(policy: EffectivePolicy) -> list[Limit]:
-    """The rlimits ``policy`` asks for (max_fds -> NOFILE, cpu -> CPU); memory and pids have none
-    on macOS that bound a session, so the platform does not claim them."""
+    """The rlimits ``policy`` asks for (max_fds -> NOFILE, cpu_per_process -> CPU); memory, pids
+    and the session's CPU time have none on macOS that bound a session, so the platform does not
+    claim them."""
     import resource
 
     found: list[Limit] = []
     if policy.max_fds is not None:
         found.append(Limit(resource.RLIMIT_NOFILE, policy.max_fds, policy.max_fds, "max_fds"))
-    if policy.cpu_seconds is not None:
-        soft = max(1, math.ceil(policy.cpu_seconds))
-        found.append(Limit(resource.RLIMIT_CPU, soft, soft + CPU_GRACE, "cpu"))
+    if policy.cpu_per_process_seconds is not None:
+        soft = max(1, math.ceil(policy.cpu_per_process_seconds))
+        found.append(Limit(resource.RLIMIT_CPU, soft, soft + CPU_GRACE, "cpu_per_process"))
     return found
 
 
@@ -99,7 +100,7 @@ def child_setup(wanted: list[Limit], *, new_session: bool) -> Callable[[], None]
 
 def cpu_exit_reason(code: int) -> str | None:
     if code == 128 + signal.SIGXCPU or code == -signal.SIGXCPU:
-        return "killed by the CPU-time limit (resources.cpu)"
+        return "killed by the per-process CPU-time limit (resources.cpu_per_process)"
     return None
 
 
