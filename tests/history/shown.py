@@ -79,7 +79,7 @@ def _line(record: object) -> bytes:
 
 
 #: lines no reader may choke on: blanks, not objects, not JSON, not UTF-8, NUL
-JUNK = b"\n   \n\t\n[1, 2]\n\"a string\"\n{not json\n\xff\xfe garbage\x00\nnull\n"
+JUNK = b'\n   \n\t\n[1, 2]\n"a string"\n{not json\n\xff\xfe garbage\x00\nnull\n'
 
 
 def _claude() -> bytes:
@@ -234,3 +234,144 @@ if __name__ == "__main__":
         started = time.time()
         write_golden(home)
         print(f"golden files written in {time.time() - started:.1f} s")
+
+
+# -- Gemini's rewrite of its whole list, as one line longer than the reader holds -------------
+
+
+def _rewrite(items: list[bytes], *, sep: bytes = b",", end: bytes = b"]}}") -> bytes:
+    return b'{"$set":{"messages":[' + sep.join(items) + end + b"\n"
+
+
+def _gemini_items(count: int) -> list[bytes]:
+    """Messages to rewrite, with what may fall on a piece's edge: multi-byte characters,
+    escapes, numbers and literals (items that are no message)."""
+    items = []
+    for i in range(count):
+        kind = "user" if i % 2 == 0 else "gemini"
+        text = f"message {i} 字🙂é \\u202e " + HOSTILE_TEXT if i % 7 == 0 else f"message {i} 字🙂é"
+        extra = {"toolCalls": [{"name": "ls", "args": {"n": i}}]} if i % 5 == 0 else {}
+        items.append(json.dumps({"id": f"r{i}", "type": kind, "content": text, **extra}).encode())
+        if i % 9 == 0:
+            items += [b"12345678901234567", b"true", b"null", b'"a string item"', b"-1.5e3"]
+    return items
+
+
+def long_rewrites() -> dict[str, tuple[bytes, bytes, int]]:
+    """name -> (a Gemini transcript whose rewrites are long lines, the transcript whose lines
+    all held whole say the same, how many lines the reader skips): each case's long line is
+    over 2 KiB, its other lines under. A long line that is no JSON object is skipped (as it
+    was held whole) and counted; one not as Gemini writes it is skipped and counted."""
+    head = (FIXTURES / "gemini.jsonl").read_bytes()
+    items = _gemini_items(60)
+    after = b"".join(
+        [
+            _line({"id": "r4", "type": "gemini", "content": "r4 replaced after the rewrite"}),
+            _line({"id": "new", "type": "user", "content": "after the rewrite"}),
+            _line({"$set": {"lastUpdated": "2026-12-01T14:47:29.574Z"}}),
+        ]
+    )
+    dup = _line({"id": "d", "type": "user", "content": "a duplicate key's list wins"})[:-1]
+    long = _rewrite(items)
+    same = {
+        "long": head + long + after,
+        "long, then a short one": head + long + after + _rewrite([items[0]]) + after,
+        "spaces and tabs between the items": head
+        + _rewrite(items, sep=b" ,\t ", end=b"  ] } }\x0c")
+        + after,
+        "no items, only spaces": head + _rewrite([b" " * 3000]) + after,
+        "a later duplicate key": head
+        + _rewrite(items, end=b'],"messages":[' + dup + b"]}}")
+        + after,
+        "an outer duplicate that makes it a message": head
+        + _rewrite(items, end=b']},"$set":5,"id":"z","type":"user","content":"dup"}')
+        + after,
+    }
+    void = {
+        "a bad item: the whole line is no record": _rewrite(
+            [*items[:30], b'{"id": 1,}', *items[30:]]
+        ),
+        "a CR between items: the whole file's reading cut it there": _rewrite(
+            [*items[:30], b"\r" + items[30], *items[31:]]
+        ),
+        "something after the object": _rewrite(items, end=b"]}} {}"),
+    }
+    cases = {name: (data, data, 0) for name, data in same.items()}
+    cases.update(
+        {name: (head + line + after, head + line + after, 1) for name, line in void.items()}
+    )
+    cases["cut short at the end of the file"] = (head + long[:-40], head + long[:-40], 1)
+    other = b"{ " + long[1:]
+    cases["not as Gemini writes it (a space after the brace): skipped"] = (
+        head + other + after,
+        head + after,
+        1,
+    )
+    return cases
+
+
+# -- a transcript larger than the memory egg history show may use ----------------------------
+
+
+def big_transcript(agent: str, path: Path, size: int) -> int:
+    """``size`` bytes or a little more of ``agent``'s format at ``path`` (Gemini's: half of it
+    one rewrite line); how many user turns ``egg history show`` must print."""
+    users = 0
+    with open(path, "wb") as out:
+        written = 0
+        if agent == "gemini":
+            written += out.write(b'{"$set":{"messages":[')
+            i = 0
+            while written < size // 2:
+                comma = b"," if i else b""
+                written += out.write(comma + _gemini_item(i, "user") + b"," + _gemini_item(i, "x"))
+                i += 1
+            written += out.write(b"]}}\n")
+            users += i
+        block = _round(agent)
+        while written < size:
+            for n in range(64):
+                piece = block.replace(b"ROUND", str(written + n).encode())
+                if agent == "gemini":
+                    piece += _gemini_item(written + n, "user") + b"\n"
+                written += out.write(piece)
+                users += 1
+    return users
+
+
+def _gemini_item(i: int, kind: str) -> bytes:
+    role = b"user" if kind == "user" else b"gemini"
+    return b'{"id":"%s-%d","type":"%s","content":"%s"}' % (role, i, role, b"text " * 60)
+
+
+def _round(agent: str) -> bytes:
+    """One round of ``agent``'s records with one user turn (Gemini's: none, its messages are
+    added by the caller)."""
+    filler = "output line\t" * 400
+    if agent == "claude":
+        records: list[object] = [
+            {"type": "user", "message": {"role": "user", "content": "question ROUND"}},
+            {
+                "type": "assistant",
+                "message": {"role": "assistant", "content": [{"type": "text", "text": filler}]},
+            },
+            {"type": "api-request-shape", "shape": filler},
+        ]
+    elif agent == "codex":
+        records = [
+            {
+                "type": "response_item",
+                "payload": {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": "question ROUND"}],
+                },
+            },
+            {
+                "type": "response_item",
+                "payload": {"type": "function_call_output", "output": filler},
+            },
+        ]
+    else:
+        records = [{"$set": {"lastUpdated": "ROUND" + filler}}]
+    return b"".join(_line(r) for r in records)
