@@ -98,3 +98,23 @@ def test_a_capture_larger_than_the_memory_it_may_use_still_prints(egg_home, tmp_
     assert done.returncode == 0, done.stderr[-500:]
     assert done.stderr == b""
     assert done.stdout.count(b"\nuser:\n") == users
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (lambda data: b"not gzip at all" + data, "Not a gzipped file"),
+        (lambda data: data[: len(data) // 2], "Compressed file ended before"),
+    ],
+    ids=["not gzip", "cut short"],
+)
+def test_a_damaged_capture_is_one_line_naming_it(egg_home: Path, damage, said):
+    data = (FIXTURES / "claude.jsonl").read_bytes()
+    session = capture_session(egg_home, "claude", data * 20)
+    chat = egg_home / "sessions" / session / history.CHAT_FILE
+    chat.write_bytes(damage(chat.read_bytes()))
+    for flags in ((), ("--json",)):
+        done = show(egg_home, session, *flags)
+        assert done.returncode == 1
+        [line] = done.stderr.decode().splitlines()
+        assert line.startswith(f"egg: error: {chat} cannot be read: ") and said in line, line
