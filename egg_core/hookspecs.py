@@ -168,8 +168,10 @@ def egg_history_turns(agent: AgentProfile, transcript: TranscriptReader) -> Iter
     (its transcripts are read whole). Return an iterator (a generator) that reads
     ``transcript.records()`` (or ``.lines()``) as it is consumed and keeps no more than the
     format needs; each call of those starts again from the beginning, so a format where a later
-    record replaces an earlier one can be read twice instead of held. The records are what a
-    sandbox could have shaped: skip what does not parse, never raise on it. ``firstresult``.
+    record replaces an earlier one can be read twice instead of held. A line over 32 MiB is
+    skipped unless ``records(long=...)`` reads it in pieces (``egg_core.long_lines.ArrayLine``:
+    the items of one big array). The records are what a sandbox could have shaped: skip what
+    does not parse, never raise on it. ``firstresult``.
 
     :param agent: the profile of the agent that wrote it.
     :param transcript: the captured transcript (:class:`egg_core.transcripts.TranscriptReader`).

@@ -12,8 +12,11 @@ replace an earlier one (Gemini's ``$set``) is read twice instead of being held.
 
 Lines are cut exactly where :meth:`bytes.splitlines` cuts the whole file (LF, CRLF, lone CR) and
 stripped as :func:`egg_core.history.jsonl_records` strips them, so a plugin sees the same lines
-and records as from the whole bytes. A line longer than :data:`MAX_LINE` (to its LF) is not
-held: it is skipped, and counted in :attr:`TranscriptReader.skipped` for the CLI to say so.
+and records as from the whole bytes. The stream is read 1 MiB at a time; a line longer than
+:data:`MAX_LINE` (to its LF) is never joined: it goes, as a :class:`LongLine` read forward in
+pieces, to the plugin's handler when it gave one (:mod:`egg_core.long_lines` reads the items of
+the one big array such a line holds), else it is skipped, and counted in
+:attr:`TranscriptReader.skipped` for the CLI to say so.
 """
 
 from __future__ import annotations
