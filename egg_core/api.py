@@ -46,6 +46,7 @@ from egg_core.profiles import (
 from egg_core.sandbox import CAPABILITIES, Availability, Check, Launch, Platform, Prepared
 from egg_core.session.info import SessionInfo
 from egg_core.tools import Tool, ToolParam, ToolResult
+from egg_core.transcripts import LongLine, TranscriptReader
 
 __all__ = [
     "CAPABILITIES",
@@ -65,6 +66,7 @@ __all__ = [
     "Grant",
     "HistoryContext",
     "Launch",
+    "LongLine",
     "Platform",
     "PlatformGrant",
     "PluginError",
@@ -80,6 +82,7 @@ __all__ = [
     "ToolParam",
     "ToolResult",
     "Transcript",
+    "TranscriptReader",
     "Turn",
     "UnknownNameError",
     "UsageError",

@@ -9,7 +9,7 @@ newest of an agent in a directory, and what ``--resume`` must refuse.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from egg_core import history
 from egg_core.errors import EggError, UsageError
 from egg_core.history import HistoryContext, HistoryError, Transcript, Turn
 from egg_core.profiles import AgentProfile
+from egg_core.transcripts import TranscriptReader
 
 #: how often a running session looks at its transcript (a stat when it did not change)
 CAPTURE_INTERVAL = 5.0
@@ -77,13 +78,28 @@ class Capturer:
             self.log(line)
 
 
-def render(pm: Any, profile: AgentProfile, data: bytes) -> list[Turn]:
-    """The agent plugin's reading of a transcript; [] when no plugin reads this agent's."""
+def turns(pm: Any, profile: AgentProfile, transcript: TranscriptReader) -> Iterator[Turn]:
+    """The agent plugin's reading of a transcript, one turn at a time as the plugin reads it
+    (``egg_history_turns``; a plugin with only ``egg_history_render`` gets the transcript
+    whole); nothing when no plugin reads this agent's. A plugin that fails is one line."""
     try:
-        turns = pm.hook.egg_history_render(agent=profile, data=data)
+        found = pm.hook.egg_history_turns(agent=profile, transcript=transcript)
+        if found is None:
+            # the plugins that stream declined already; read it whole only for one that cannot
+            streaming = [impl.plugin for impl in pm.hook.egg_history_turns.get_hookimpls()]
+            whole = pm.subset_hook_caller("egg_history_render", remove_plugins=streaming)
+            if whole.get_hookimpls():
+                found = whole(agent=profile, data=transcript.read())
+        yield from found or ()
+    except EggError:
+        raise  # the capture itself could not be read: said as it is
     except Exception as exc:
         raise EggError(f"{profile.name}'s plugin could not read the transcript: {exc}") from exc
-    return list(turns or [])
+
+
+def render(pm: Any, profile: AgentProfile, data: bytes) -> list[Turn]:
+    """The agent plugin's reading of a transcript in memory; [] when no plugin reads it."""
+    return list(turns(pm, profile, TranscriptReader.of_bytes(data)))
 
 
 def title_of(pm: Any, profile: AgentProfile, head: bytes) -> str | None:

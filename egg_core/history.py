@@ -37,6 +37,8 @@ from typing import Any
 
 import attrs
 
+from egg_core.transcripts import TranscriptReader, json_record
+
 #: transcripts larger than this are not captured (one line in the session log says so)
 MAX_BYTES = 256 * 1024 * 1024
 #: the files a capture leaves in the session directory
@@ -322,6 +324,12 @@ def read_capture(session_dir: Path) -> bytes:
         return handle.read(MAX_BYTES + 1)
 
 
+def capture_reader(session_dir: Path) -> TranscriptReader:
+    """The captured transcript, read a line at a time (as much of it as :func:`read_capture`
+    reads): what ``egg history show`` hands the agent's plugin."""
+    return TranscriptReader.of_capture(session_dir / CHAT_FILE, MAX_BYTES + 1)
+
+
 # -- putting it back ---------------------------------------------------------------------------
 
 
@@ -388,13 +396,8 @@ def jsonl_records(data: bytes) -> list[dict[str, Any]]:
     records = []
     for line in data.splitlines():
         line = line.strip()
-        if not line:
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict):
+        record = json_record(line) if line else None
+        if record is not None:
             records.append(record)
     return records
 

@@ -25,7 +25,7 @@ agents, platforms or tools), history (around a session), session lifecycle, and 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from egg_core.sandbox import Platform
     from egg_core.session.info import SessionInfo
     from egg_core.tools import Tool
+    from egg_core.transcripts import TranscriptReader
 
 PROJECT_NAME = "egg"
 
@@ -155,6 +156,27 @@ def egg_history_render(agent: AgentProfile, data: bytes) -> list[Turn] | None:
     :param data: the captured transcript (possibly only its beginning, for a title).
     :return: user and assistant turns in order, each tool call as a turn with its name, or
         None to decline (not your agent).
+    """
+
+
+@hookspec(firstresult=True)
+def egg_history_turns(agent: AgentProfile, transcript: TranscriptReader) -> Iterable[Turn] | None:
+    """Read a captured transcript as turns one at a time, for ``egg history show``, which
+    prints each turn as it comes: a capture of any size (up to 256 MiB) in bounded memory.
+
+    Asked before ``egg_history_render``; a plugin that implements only that one still works
+    (its transcripts are read whole). Return an iterator (a generator) that reads
+    ``transcript.records()`` (or ``.lines()``) as it is consumed and keeps no more than the
+    format needs; each call of those starts again from the beginning, so a format where a later
+    record replaces an earlier one can be read twice instead of held. A line over 32 MiB is
+    skipped unless ``records(long=...)`` reads it in pieces (``egg_core.long_lines.ArrayLine``:
+    the items of one big array). The records are what a sandbox could have shaped: skip what
+    does not parse, never raise on it. ``firstresult``.
+
+    :param agent: the profile of the agent that wrote it.
+    :param transcript: the captured transcript (:class:`egg_core.transcripts.TranscriptReader`).
+    :return: user and assistant turns in order, each tool call as a turn with its name, as
+        ``egg_history_render`` gives them for the same bytes; or None to decline (not your agent).
     """
 
 

@@ -31,6 +31,7 @@ import unicodedata
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the exec cache's fast path milliseconds
+    from collections.abc import Iterable, Iterator
     from typing import Any
 
 #: shown as they are although :meth:`str.isprintable` says no: zero-width non-joiner and joiner
@@ -62,9 +63,31 @@ def json_text(data: Any, *, indent: int | None = 2) -> str:
     return json.dumps(data, indent=indent, ensure_ascii=True)
 
 
+def json_array(items: Iterable[Any], *, indent: int = 2) -> Iterator[str]:
+    """:func:`json_text` of a list, in pieces as its items come (``egg history show --json`` of
+    a capture of any size): the pieces joined are ``json_text(list(items), indent=indent)``."""
+    pad = " " * indent
+    first = True
+    for item in items:
+        text = json_text(item, indent=indent).replace("\n", "\n" + pad)  # no raw LF in a string
+        yield ("[\n" if first else ",\n") + pad + text
+        first = False
+    yield "[]" if first else "\n]"
+
+
+#: a long line is sanitized this many characters at a time: a run that is all printable is kept
+#: as it is, and the character-by-character work never holds more than one run's characters
+_RUN = 4096
+
+
 def _line(text: str, *, keep_tab: bool) -> str:
-    if text.isprintable():
-        return text
+    if text.isprintable() or (keep_tab and text.replace("\t", " ").isprintable()):
+        return text  # (code indented with tabs: checked at C speed, not a character at a time)
+    if len(text) > _RUN:  # a transcript's 20 MiB line: not a list of 20 million characters
+        return "".join(
+            _line(text[start : start + _RUN], keep_tab=keep_tab)
+            for start in range(0, len(text), _RUN)
+        )
     return "".join(
         char
         if char.isprintable()

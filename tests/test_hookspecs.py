@@ -22,6 +22,7 @@ def test_there_are_hooks():
         "egg_history_capture",
         "egg_history_restore",
         "egg_history_render",
+        "egg_history_turns",
         "egg_session_started",
         "egg_session_ended",
         "egg_cli_commands",

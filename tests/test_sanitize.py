@@ -10,7 +10,7 @@ import unicodedata
 from hypothesis import given
 from hypothesis import strategies as st
 
-from egg_core.sanitize import json_text, visible, visible_bytes
+from egg_core.sanitize import json_array, json_text, visible, visible_bytes
 from egg_core.session.client import notice_bytes, status_line
 
 #: any code point, lone surrogates included (what surrogateescape makes of a non-UTF-8 name)
@@ -98,3 +98,26 @@ def test_a_notice_and_the_leaving_line_show_what_the_sandbox_said_visibly() -> N
     assert notice == b"\r\n[egg] open in your browser: https://x/\\x1b]52;c;AA\\x07\\x9b\\xff\r\n"
     line = status_line("abcd1234", 125, "the sandbox failed: \x1b]0;t\x07\rok", detached=False)
     assert line == "[exited 125: the sandbox failed: \\x1b]0;t\\x07\\rok]"
+
+
+@given(
+    st.lists(
+        st.recursive(
+            ANY_TEXT | st.integers() | st.booleans() | st.none(),
+            lambda inner: st.lists(inner) | st.dictionaries(ANY_TEXT, inner),
+            max_leaves=10,
+        ),
+        max_size=5,
+    )
+)
+def test_json_in_pieces_is_the_json_of_the_whole_list(items: list[object]) -> None:
+    """``egg history show --json`` prints each turn as it comes: the same bytes as at once."""
+    assert "".join(json_array(iter(items))) == json_text(items)
+
+
+@given(ANY_TEXT.filter(lambda t: "\n" not in t), st.integers(1, 3000))
+def test_a_long_line_is_sanitized_as_its_characters_are(text: str, times: int) -> None:
+    """A long line is sanitized a run at a time: no character is lost, doubled or seen out of
+    place at the seams (the same escapes as one character at a time)."""
+    one = visible(text, multiline=True)
+    assert visible(text * times, multiline=True) == one * times

@@ -2,7 +2,9 @@
 the sessions captured (see :mod:`egg_core.conversations`), listed and read without the agent.
 
 A transcript is what the agent wrote inside the sandbox: every field of it is printed through
-:func:`egg_core.sanitize.visible` (a turn keeps its lines and tabs), and ``--json`` is ASCII."""
+:func:`egg_core.sanitize.visible` (a turn keeps its lines and tabs), and ``--json`` is ASCII.
+``show`` prints each turn as the agent's plugin reads it from the capture (see
+:mod:`egg_core.transcripts`), so a capture at the 256 MiB cap prints in bounded memory."""
 
 from __future__ import annotations
 
@@ -10,11 +12,15 @@ import argparse
 import os
 import sys
 import time
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from egg_core.cli.context import Context
 from egg_core.errors import UsageError
-from egg_core.sanitize import json_text, visible
+from egg_core.sanitize import json_array, json_text, visible
+
+if TYPE_CHECKING:
+    from egg_core.history import Turn
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -99,6 +105,7 @@ def _say_declined(ctx: Context, registry: Any) -> None:
 def _show(ident: str, ns: argparse.Namespace, ctx: Context) -> int:
     from egg_core import conversations, history, registry
     from egg_core.profiles import unknown_agent_profile
+    from egg_core.transcripts import MAX_LINE
 
     conversation = conversations.find_conversation(_egg_home(ctx), ident)
     agents = registry.agents(ctx.pm)
@@ -107,21 +114,36 @@ def _show(ident: str, ns: argparse.Namespace, ctx: Context) -> int:
         if conversation.agent in agents
         else unknown_agent_profile(conversation.agent)
     )
-    turns = conversations.render(ctx.pm, profile, history.read_capture(conversation.session_dir))
-    if ns.json:
-        print(json_text([t.to_json() for t in turns]))
-        return 0
-    c = conversation
+    with history.capture_reader(conversation.session_dir) as transcript:
+        turns = conversations.turns(ctx.pm, profile, transcript)
+        if ns.json:
+            for piece in json_array(t.to_json() for t in turns):
+                sys.stdout.write(piece)
+            sys.stdout.write("\n")
+        else:
+            _print_turns(conversation, turns)
+    if transcript.skipped:
+        print(
+            f"egg: {transcript.skipped} line(s) of the transcript longer than "
+            f"{MAX_LINE // (1024 * 1024)} MiB were skipped",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _print_turns(c: Any, turns: Iterable[Turn]) -> None:
+    """Each turn printed as the plugin reads it from the capture, never all of them held."""
     print(visible(f"# {c.agent} conversation {c.agent_session_id} (egg session {c.session})"))
-    if not turns:
-        print(visible(f"(no plugin reads {conversation.agent}'s transcripts)"), file=sys.stderr)
+    shown = 0
     for turn in turns:
+        shown += 1
         if turn.role == "tool":
             line = f"  [{turn.tool}] " if turn.tool else "  [output] "
             print(visible(line + " ".join(turn.text.split())[:200]))
         else:
             print(f"\n{visible(turn.role)}:\n{visible(turn.text.rstrip(), multiline=True)}")
-    return 0
+    if not shown:
+        print(visible(f"(no plugin reads {c.agent}'s transcripts)"), file=sys.stderr)
 
 
 def _when(stamp: Any) -> str:

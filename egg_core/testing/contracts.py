@@ -425,6 +425,23 @@ class HistoryContract(_PluginContract):
         )
         assert isinstance(garbage, list)  # hostile bytes: read what parses, never raise
 
+    def test_streamed_turns_are_the_rendered_ones(
+        self, egg_plugin_manager: EggPluginManager, profile: AgentProfile, layout: dict[str, Path]
+    ) -> None:
+        """``egg history show`` asks ``egg_history_turns`` first: a plugin that streams gives
+        the turns ``egg_history_render`` gives for the same bytes (one that does not is read
+        whole)."""
+        from egg_core.transcripts import TranscriptReader
+
+        mine = self.sample(layout["work.dir"], str(uuid.uuid4()))
+        data = mine.files[mine.transcript]
+        streamed = egg_plugin_manager.hook.egg_history_turns(
+            agent=profile, transcript=TranscriptReader.of_bytes(data)
+        )
+        if streamed is not None:
+            rendered = egg_plugin_manager.hook.egg_history_render(agent=profile, data=data)
+            assert list(streamed) == rendered
+
     def test_a_transcript_replaced_by_a_symlink_is_never_read(
         self, egg_plugin_manager: EggPluginManager, profile: AgentProfile, layout: dict[str, Path]
     ) -> None:

@@ -61,11 +61,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
-from egg_core.history import HistoryContext, Transcript, Turn, cut, is_uuid, jsonl_records
+from egg_core.history import HistoryContext, Transcript, Turn, cut, is_uuid
 from egg_core.hookspecs import RegisterAgent, hookimpl
 from egg_core.profiles import AgentProfile, EnvDefault, Grant, PlatformGrant, Relocation
+from egg_core.transcripts import TranscriptReader
 
 #: settings keys that make claude run something on the host, or run it without asking, on a
 #: later start outside egg (each name checked in the 2.1.332 binary): hooks and helper commands,
@@ -339,8 +342,19 @@ def egg_history_restore(
 def egg_history_render(agent: AgentProfile, data: bytes) -> list[Turn] | None:
     if agent.name != PROFILE.name:
         return None
-    turns: list[Turn] = []
-    for record in jsonl_records(data):
+    return list(_turns(TranscriptReader.of_bytes(data).records()))
+
+
+@hookimpl
+def egg_history_turns(agent: AgentProfile, transcript: TranscriptReader) -> Iterator[Turn] | None:
+    if agent.name != PROFILE.name:
+        return None
+    return _turns(transcript.records())
+
+
+def _turns(records: Iterable[dict[str, Any]]) -> Iterator[Turn]:
+    """Each record's turns as it is read: a record stands alone in Claude's format."""
+    for record in records:
         kind = record.get("type")
         message = record.get("message")
         if (
@@ -351,19 +365,18 @@ def egg_history_render(agent: AgentProfile, data: bytes) -> list[Turn] | None:
             continue
         content = message.get("content")
         if isinstance(content, str):
-            turns.append(Turn(role=kind, text=content))
+            yield Turn(role=kind, text=content)
             continue
         for block in content if isinstance(content, list) else ():
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "text" and isinstance(block.get("text"), str):
-                turns.append(Turn(role=kind, text=block["text"]))
+                yield Turn(role=kind, text=block["text"])
             elif block.get("type") == "tool_use":
                 summary = json.dumps(block.get("input", {}), ensure_ascii=False)
-                turns.append(Turn(role="tool", tool=str(block.get("name", "?")), text=cut(summary)))
+                yield Turn(role="tool", tool=str(block.get("name", "?")), text=cut(summary))
             elif block.get("type") == "tool_result":
-                turns.append(Turn(role="tool", text=cut(_result_text(block.get("content")))))
-    return turns
+                yield Turn(role="tool", text=cut(_result_text(block.get("content"))))
 
 
 def _result_text(content: object) -> str:

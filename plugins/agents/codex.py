@@ -52,18 +52,20 @@ from __future__ import annotations
 import datetime
 import json
 import re
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from egg_core.history import (
     HistoryContext,
     Transcript,
     Turn,
     cut,
-    jsonl_records,
     list_names,
     read_head,
 )
 from egg_core.hookspecs import RegisterAgent, hookimpl
 from egg_core.profiles import AgentProfile, ArgvRequest, Grant, PlatformGrant, Relocation
+from egg_core.transcripts import TranscriptReader
 
 #: config.toml keys that make Codex start a program on the host later (notify, MCP servers and
 #: their header helpers, hooks and their trust, plugins, provider auth commands, the JS REPL's
@@ -316,8 +318,19 @@ def egg_history_restore(
 def egg_history_render(agent: AgentProfile, data: bytes) -> list[Turn] | None:
     if agent.name != PROFILE.name:
         return None
-    turns: list[Turn] = []
-    for record in jsonl_records(data):
+    return list(_turns(TranscriptReader.of_bytes(data).records()))
+
+
+@hookimpl
+def egg_history_turns(agent: AgentProfile, transcript: TranscriptReader) -> Iterator[Turn] | None:
+    if agent.name != PROFILE.name:
+        return None
+    return _turns(transcript.records())
+
+
+def _turns(records: Iterable[dict[str, Any]]) -> Iterator[Turn]:
+    """Each rollout item's turns as it is read: an item stands alone in Codex's format."""
+    for record in records:
         payload = record.get("payload")
         if record.get("type") != "response_item" or not isinstance(payload, dict):
             continue
@@ -329,15 +342,14 @@ def egg_history_render(agent: AgentProfile, data: bytes) -> list[Turn] | None:
                     payload["role"] == "user" and text.lstrip().startswith("<")
                 ):
                     continue  # <environment_context>, <user_instructions>: injected context
-                turns.append(Turn(role=str(payload["role"]), text=text))
+                yield Turn(role=str(payload["role"]), text=text)
         elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
             arguments = payload.get("arguments") or payload.get("input") or payload.get("action")
             text = arguments if isinstance(arguments, str) else json.dumps(arguments)
             name = str(payload.get("name") or ("shell" if kind == "local_shell_call" else "?"))
-            turns.append(Turn(role="tool", tool=name, text=cut(text)))
+            yield Turn(role="tool", tool=name, text=cut(text))
         elif kind in ("function_call_output", "custom_tool_call_output"):
             output = payload.get("output")
             if isinstance(output, dict):
                 output = output.get("content", "")
-            turns.append(Turn(role="tool", text=cut(str(output or ""))))
-    return turns
+            yield Turn(role="tool", text=cut(str(output or "")))

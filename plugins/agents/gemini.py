@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from egg_core.history import (
@@ -81,12 +82,13 @@ from egg_core.history import (
     Turn,
     cut,
     is_uuid,
-    jsonl_records,
     list_names,
     read_head,
 )
 from egg_core.hookspecs import RegisterAgent, hookimpl
+from egg_core.long_lines import ArrayLine
 from egg_core.profiles import AgentProfile, EnvDefault, Grant
+from egg_core.transcripts import LongLine, TranscriptReader
 
 #: settings.json keys that make Gemini start a program on the host later, or run tools without
 #: asking (the 0.61 settings schema, SETTINGS_SCHEMA in the bundle): hooks, MCP servers, the
@@ -284,29 +286,136 @@ def egg_history_restore(
 def egg_history_render(agent: AgentProfile, data: bytes) -> list[Turn] | None:
     if agent.name != PROFILE.name:
         return None
-    messages: list[dict[str, object]] = []
-    for record in jsonl_records(data):
+    return list(_turns(TranscriptReader.of_bytes(data)))
+
+
+@hookimpl
+def egg_history_turns(agent: AgentProfile, transcript: TranscriptReader) -> Iterator[Turn] | None:
+    if agent.name != PROFILE.name:
+        return None
+    return _turns(transcript)
+
+
+def _turns(transcript: TranscriptReader) -> Iterator[Turn]:
+    """The messages Gemini's chat file ends with, read twice instead of held.
+
+    The file is a log of changes to one list of messages: a message record appends itself and
+    drops every earlier message with its id (a message rewritten moves to the end); a ``$set``
+    of ``messages`` replaces the whole list (at every resume: that line is as long as the
+    conversation, and one longer than the reader holds is read an item at a time). Which
+    messages remain is known only at the end, so a first pass notes the last rewrite and, of
+    the records after it, where each id was last appended; the second prints the rewrite's
+    messages whose id nothing later appends, then each later record that is its id's last.
+    """
+    plan = _Plan()
+    for record in transcript.records(long=plan.long_line):
+        plan.add(record)
+    again = _Replay(plan)
+    for index, record in enumerate(transcript.records(long=again.long_line)):
+        if index < plan.rewrite:
+            continue
+        update = record.get("$set")
+        if index == plan.rewrite:
+            messages = update.get("messages") if isinstance(update, dict) else None
+            for message in messages if isinstance(messages, list | Iterator) else ():
+                if isinstance(message, dict) and _key(message.get("id")) not in plan.last:
+                    yield from _message_turns(message)
+        elif not isinstance(update, dict) and record.get("type") in ("user", "gemini"):
+            key = _key(record.get("id"))
+            if key is _NEVER_EQUAL or plan.last.get(key) == index:
+                yield from _message_turns(record)
+
+
+_REWRITE = ("$set", "messages")
+
+
+class _Plan:
+    """The first pass: the index of the last record that rewrote the list (-1: none), of the
+    records after it where each id was last appended, and what each long line was."""
+
+    def __init__(self) -> None:
+        self.rewrite = -1
+        self.last: dict[object, int] = {}
+        #: per long line, in order: its record (its array emptied) or None, and whether the
+        #: array is the rewrite's list (its items to be read again)
+        self.long: list[tuple[dict[str, object] | None, bool]] = []
+        self._index = 0
+
+    def long_line(self, line: LongLine) -> dict[str, object] | None:
+        array = ArrayLine.of(line, _REWRITE)
+        if array is not None:
+            for _ in array.items():
+                pass  # checked, not held: the second pass reads them again
+        record = array.record() if array is not None else None
+        self.long.append((record, array is not None and array.streamed))
+        return record
+
+    def add(self, record: dict[str, object]) -> None:
         update = record.get("$set")
         if isinstance(update, dict):
             if isinstance(update.get("messages"), list):
-                messages = [m for m in update["messages"] if isinstance(m, dict)]
+                self.rewrite, self.last = self._index, {}
         elif record.get("type") in ("user", "gemini"):
-            messages = [m for m in messages if m.get("id") != record.get("id")] + [record]
-    turns: list[Turn] = []
-    for message in messages:
-        role = "user" if message.get("type") == "user" else "assistant"
-        content = message.get("content")
-        parts = [content] if isinstance(content, str) else content
-        for part in parts if isinstance(parts, list) else ():
-            text = part.get("text") if isinstance(part, dict) else part
-            if not isinstance(text, str) or not text.strip():
-                continue
-            if role == "user" and text.lstrip().startswith("<"):
-                continue  # <session_context>: what Gemini injects, not what the user typed
-            turns.append(Turn(role=role, text=text))
-        calls = message.get("toolCalls")
-        for call in calls if isinstance(calls, list) else ():
-            if isinstance(call, dict):
-                args = json.dumps(call.get("args", {}), ensure_ascii=False)
-                turns.append(Turn(role="tool", tool=str(call.get("name", "?")), text=cut(args)))
-    return turns
+            key = _key(record.get("id"))
+            if key is not _NEVER_EQUAL:
+                self.last[key] = self._index
+        self._index += 1
+
+
+class _Replay:
+    """The second pass's long lines: the record the first pass made of each, and the
+    rewrite's items read again as they are printed."""
+
+    def __init__(self, plan: _Plan) -> None:
+        self._plan = plan
+        self._next = 0
+
+    def long_line(self, line: LongLine) -> dict[str, object] | None:
+        record, streamed = self._plan.long[self._next]
+        self._next += 1
+        array = ArrayLine.of(line, _REWRITE) if streamed else None
+        if record is None or array is None:
+            return record
+        return {**record, "$set": {**_dict(record.get("$set")), "messages": array.items()}}
+
+
+def _dict(value: object) -> dict[str, object]:
+    return value if isinstance(value, dict) else {}
+
+
+#: the key of an id equal to nothing, itself included (NaN)
+_NEVER_EQUAL = object()
+
+
+def _key(ident: object) -> object:
+    """An id as a dict key that is equal where the ids are ``==`` (a list or object id is
+    frozen; NaN is equal to nothing)."""
+    if isinstance(ident, float) and ident != ident:
+        return _NEVER_EQUAL
+    return _frozen(ident)
+
+
+def _frozen(value: object) -> object:
+    if isinstance(value, list):
+        return ("list", tuple(_frozen(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", frozenset((k, _frozen(v)) for k, v in value.items()))
+    return value
+
+
+def _message_turns(message: dict[str, object]) -> Iterator[Turn]:
+    role = "user" if message.get("type") == "user" else "assistant"
+    content = message.get("content")
+    parts = [content] if isinstance(content, str) else content
+    for part in parts if isinstance(parts, list) else ():
+        text = part.get("text") if isinstance(part, dict) else part
+        if not isinstance(text, str) or not text.strip():
+            continue
+        if role == "user" and text.lstrip().startswith("<"):
+            continue  # <session_context>: what Gemini injects, not what the user typed
+        yield Turn(role=role, text=text)
+    calls = message.get("toolCalls")
+    for call in calls if isinstance(calls, list) else ():
+        if isinstance(call, dict):
+            args = json.dumps(call.get("args", {}), ensure_ascii=False)
+            yield Turn(role="tool", tool=str(call.get("name", "?")), text=cut(args))
