@@ -34,6 +34,9 @@ class Command:
     configure: Callable[[argparse.ArgumentParser], None] | None = None
     #: exit code for bad arguments (``egg exec`` uses 125 so scripts can tell it from CMD's)
     usage_exit_code: int = 2
+    #: False: the command runs even when ``$EGG_HOME`` is unusable (``egg doctor``, which says
+    #: so itself); otherwise egg stops first with one line saying what to do about it
+    uses_egg_home: bool = True
 
     def resolve_run(self) -> RunFunction:
         if callable(self.run):

@@ -189,7 +189,8 @@ def egg_network_transport() -> NetworkTransport | None:
 
     The proxy still decides every request (allowlist, address checks, logging); this only says
     where a name resolves and how the allowed connection is made: a resolver of one's own, a
-    corporate relay, or the test harness's loopback seam (:mod:`egg_core.testing.network`).
+    corporate relay, or the test harness's loopback seam (:mod:`egg_core.testing.network`), which
+    may also shorten how long a client has to send its request head (``head_timeout``).
     ``firstresult``: the first non-None answer wins.
 
     :return: the resolver and connector to use, or None to decline (the system's are used).

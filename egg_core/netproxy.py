@@ -48,8 +48,12 @@ MAX_HEAD = 64 * 1024
 #: host process (the session daemon) one or two descriptors: without a bound a sandbox opening
 #: 20,000 of them exhausts the daemon's, and its control socket stops answering (threat J).
 MAX_CONNECTIONS = 256
-#: seconds a client may take to send its request head
-HEAD_TIMEOUT = 30.0
+#: seconds a client has, from connecting, to send its whole request head: a deadline for the
+#: head, not an idle timer per byte, so a client dribbling one byte a second is closed on time
+#: too. A client inside the sandbox sends its head within milliseconds of connecting; 15 s is
+#: room for one stalled on a loaded host, and bounds how long request-less connections hold
+#: :data:`MAX_CONNECTIONS` (which they cannot hold anyway: see :meth:`FilteringProxy._bounded`).
+HEAD_TIMEOUT = 15.0
 #: ``NO_PROXY`` inside a sandbox: loopback goes direct. In a network namespace it is the
 #: sandbox's own loopback (a server the command starts, the forwarded ports' bridges); under
 #: Seatbelt the profile admits only the forwarded ports. Through the proxy it would be refused.
@@ -94,14 +98,22 @@ class FilteringProxy:
         log: DecisionLog,
         resolver: Resolver | None = None,
         connector: Connector | None = None,
+        head_timeout: float | None = None,
     ) -> None:
         self.rules = rules
         self.log = log
         self.resolver = resolver or system_resolver
         self.connector = connector or _open_connection
+        self.head_timeout = HEAD_TIMEOUT if head_timeout is None else head_timeout
         self._servers: list[asyncio.AbstractServer] = []
         self._tasks: set[asyncio.Task[None]] = set()
+        #: connections still sending their request head, oldest first (what a full proxy
+        #: closes to make room: a client that has not asked for anything loses nothing)
+        self._waiting: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
+        #: connections closed to make room that have not finished yet (no longer counted)
+        self._evicting: set[asyncio.Task[None]] = set()
         self._refused = 0
+        self._evicted = 0
 
     # -- decisions
 
@@ -195,42 +207,70 @@ class FilteringProxy:
         return int(server.sockets[0].getsockname()[1])
 
     async def close(self) -> None:
+        """Stop serving and end every connection, tunnels included, *awaited*: a task left
+        pending when the loop closes is "Task was destroyed but it is pending" and its
+        transports "Event loop is closed" on the user's terminal as ``egg exec`` exits."""
         for server in self._servers:
             server.close()
-        for task in list(self._tasks):
+        tasks = list(self._tasks)
+        for task in tasks:
             task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         for server in self._servers:
             with contextlib.suppress(Exception):
                 await server.wait_closed()
+        await asyncio.sleep(0)  # the closed transports' connection_lost callbacks run now
 
     def _bounded(self, handler: Handler) -> Handler:
-        """``handler``, refusing a connection at once (closed, nothing read) while
-        :data:`MAX_CONNECTIONS` others are open; the first refusal is logged."""
+        """``handler``, for at most :data:`MAX_CONNECTIONS` connections at once. A connection
+        beyond them takes the place of the oldest one still sending its request head (closed:
+        it asked for nothing yet), so slow or request-less clients cannot hold the proxy; only
+        when every one is a request in progress or a tunnel is it refused (closed, nothing
+        read). The first eviction and the first refusal are logged; every connection is closed
+        when its handler ends, however it ends."""
 
         async def bounded(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            if len(self._tasks) >= MAX_CONNECTIONS:
-                writer.transport.abort()
-                self._refused += 1
-                if self._refused == 1:
-                    self.log.write(
-                        host="-",
-                        port=0,
-                        decision="error",
-                        reason=f"more than {MAX_CONNECTIONS} connections open at once: "
-                        "further ones are refused until some close",
-                        method="-",
+            if len(self._tasks) - len(self._evicting) >= MAX_CONNECTIONS:
+                if not self._waiting:
+                    writer.transport.abort()
+                    self._refused += 1
+                    if self._refused == 1:
+                        self._log_full("further ones are refused until some close")
+                    return
+                oldest = next(iter(self._waiting))
+                self._waiting.pop(oldest).transport.abort()
+                oldest.cancel()
+                self._evicting.add(oldest)
+                oldest.add_done_callback(self._evicting.discard)
+                self._evicted += 1
+                if self._evicted == 1:
+                    self._log_full(
+                        "each new one closes the oldest that has not sent its request yet"
                     )
-                return
             self._track()
-            await handler(reader, writer)
+            try:
+                await handler(reader, writer)
+            finally:
+                writer.close()
 
         return bounded
 
-    def _track(self) -> None:
-        task = asyncio.current_task()
-        if task is not None:
+    def _log_full(self, what: str) -> None:
+        self.log.write(
+            host="-",
+            port=0,
+            decision="error",
+            reason=f"more than {MAX_CONNECTIONS} connections open at once: {what}",
+            method="-",
+        )
+
+    def _track(self) -> asyncio.Task[None] | None:
+        """Count the current connection's task (until it is done) and return it."""
+        task: asyncio.Task[None] | None = asyncio.current_task()
+        if task is not None and task not in self._tasks:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+        return task
 
     async def _handle_forward(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, port: int
@@ -256,9 +296,11 @@ class FilteringProxy:
     async def _handle_proxy(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
-        self._track()
+        task = self._track()
+        if task is not None:
+            self._waiting[task] = writer
         try:
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT)
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.head_timeout)
         except (
             asyncio.IncompleteReadError,
             asyncio.LimitOverrunError,
@@ -267,6 +309,9 @@ class FilteringProxy:
         ):
             writer.close()
             return
+        finally:
+            if task is not None:
+                self._waiting.pop(task, None)
         if len(head) > MAX_HEAD:
             await _respond(writer, 431, "request head too large")
             return
@@ -311,10 +356,13 @@ class FilteringProxy:
         if method.upper() == "CONNECT":
             writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
             await writer.drain()
+            await _pipe_both(reader, writer, up_reader, up_writer)
         else:
             up_writer.write(_forward_head(method, target, version, lines[1:]))
             await up_writer.drain()
-        await _pipe_both(reader, writer, up_reader, up_writer)
+            # the server was asked to close after its answer: once it has, the exchange is
+            # over, and a keep-alive client idling on the connection must not hold a slot
+            await _pipe_both(reader, writer, up_reader, up_writer, until_upstream_ends=True)
 
 
 async def _open_connection(
@@ -330,6 +378,9 @@ class NetworkTransport:
 
     resolver: Resolver
     connector: Connector
+    #: seconds a client has to send its request head (None: :data:`HEAD_TIMEOUT`); the test
+    #: harness shortens it so that a test need not wait the production deadline out
+    head_timeout: float | None = None
 
 
 def _split_host_port(text: str, default: int) -> tuple[str, int | None]:
@@ -389,11 +440,13 @@ async def _respond(writer: asyncio.StreamWriter, status: int, message: str) -> N
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Copy until ``reader`` ends, then half-close ``writer``. Cancellation is not swallowed:
+    :meth:`FilteringProxy.close` must be able to end a tunnel and know that it has ended."""
     try:
         while data := await reader.read(65536):
             writer.write(data)
             await writer.drain()
-    except (ConnectionError, asyncio.CancelledError):
+    except ConnectionError:
         pass
     finally:
         with contextlib.suppress(Exception):
@@ -406,10 +459,22 @@ async def _pipe_both(
     writer: asyncio.StreamWriter,
     up_reader: asyncio.StreamReader,
     up_writer: asyncio.StreamWriter,
+    *,
+    until_upstream_ends: bool = False,
 ) -> None:
+    """Both directions until both have ended (a tunnel: either side may half-close and go on
+    reading), or with ``until_upstream_ends`` until the server's side has (plain HTTP)."""
+    upward = asyncio.ensure_future(_pipe(reader, up_writer))
+    downward = asyncio.ensure_future(_pipe(up_reader, writer))
     try:
-        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+        if until_upstream_ends:
+            await downward
+        else:
+            await asyncio.gather(upward, downward)
     finally:
+        for pipe in (upward, downward):
+            pipe.cancel()
+        await asyncio.gather(upward, downward, return_exceptions=True)
         for w in (writer, up_writer):
             w.close()
 

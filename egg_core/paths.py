@@ -30,6 +30,57 @@ def egg_home(environ: Mapping[str, str] | None = None) -> Path:
     return user_home(env) / ".egg"
 
 
+def egg_home_problem(path: Path) -> str | None:
+    """Why this user cannot use ``path`` as ``$EGG_HOME``, in words that say what to do; None
+    when it can (or when it does not exist yet: it is created when first needed).
+
+    Checked once per command, before anything reads or writes there: an unreadable directory
+    otherwise surfaced as "internal error: PermissionError" from whichever command touched it
+    first, and one that belongs to someone else (root with another user's ``HOME``) would get
+    root's files in it — that user's egg could no longer use its own sessions and caches, and
+    it could hand root entries of its making. Ownership is required even of root.
+    """
+    import stat
+
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return (
+            f"cannot reach $EGG_HOME {path}: {exc.strerror}; set EGG_HOME to a directory of "
+            "your own"
+        )
+    if not stat.S_ISDIR(st.st_mode):
+        return f"$EGG_HOME {path} is not a directory; set EGG_HOME to a directory of your own"
+    me = os.geteuid()
+    if st.st_uid != me:
+        return (
+            f"$EGG_HOME {path} belongs to {_user(st.st_uid)} and you are {_user(me)}: egg "
+            "keeps one user's sessions, caches and tools there; set EGG_HOME to a directory "
+            "of your own"
+        )
+    if not os.access(
+        path, os.R_OK | os.W_OK | os.X_OK, effective_ids=os.access in os.supports_effective_ids
+    ):
+        return (
+            f"$EGG_HOME {path} is not readable and writable by you (mode "
+            f"{stat.filemode(st.st_mode)}): chmod u+rwx {path}, or set EGG_HOME to another "
+            "directory"
+        )
+    return None
+
+
+def _user(uid: int) -> str:
+    """``alice (uid 1000)``, or ``uid 1000`` when it has no name."""
+    import pwd
+
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
+
+
 def expand_user(path: str, home: Path) -> str:
     """Expand a leading ``~`` against ``home`` (not the process's own idea of home)."""
     if path == "~":

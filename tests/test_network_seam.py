@@ -46,3 +46,17 @@ def test_no_production_module_reads_the_variable():
         if "EGG_TEST_NETWORK" in p.read_text() and "testing" not in p.parts
     ]
     assert readers == []
+
+
+def test_the_seam_can_shorten_the_proxys_head_deadline(monkeypatch, egg_home):
+    from egg_core.netproxy import HEAD_TIMEOUT, DecisionLog, FilteringProxy
+    from egg_core.netrules import NetworkRules
+
+    environ = {"EGG_HOME": str(egg_home)}
+    monkeypatch.setenv("EGG_TEST_NETWORK", "api.example.com=93.184.216.34@127.0.0.1:9")
+    monkeypatch.delenv("EGG_TEST_PROXY_HEAD_TIMEOUT", raising=False)
+    assert get_plugin_manager(environ=environ).hook.egg_network_transport().head_timeout is None
+    assert FilteringProxy(NetworkRules(), DecisionLog(None)).head_timeout == HEAD_TIMEOUT
+    monkeypatch.setenv("EGG_TEST_PROXY_HEAD_TIMEOUT", "1.5")
+    found = get_plugin_manager(environ=environ).hook.egg_network_transport()
+    assert found.head_timeout == 1.5

@@ -43,3 +43,39 @@ def test_readme_run_command_runs_egg_in_the_sandbox(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout == "hello\n"
+
+
+def _readme_exit_codes() -> set[int]:
+    text = (ROOT / "README.md").read_text()
+    table = text.split("| code | `egg exec` | `egg run` |", 1)[1].split("\n\n", 1)[0]
+    first = [row.split("|")[1].strip() for row in table.splitlines() if row.startswith("|")]
+    return {int(cell) for cell in first if cell.isdigit()}
+
+
+def _exit_codes_in_the_code() -> set[int]:
+    """Every code ``egg run`` and ``egg exec`` can exit with by themselves: the error classes',
+    the literals the commands and the session client raise with, and what the CLI returns."""
+    from egg_core import errors, spawn
+    from egg_core.cli import exec_cmd
+
+    classes = [errors.EggError]
+    codes = set()
+    while classes:
+        cls = classes.pop()
+        codes.add(cls.exit_code)
+        classes.extend(cls.__subclasses__())
+    sources = [
+        *(ROOT / "egg_core" / "cli").glob("*.py"),
+        ROOT / "egg_core" / "session" / "client.py",
+        ROOT / "egg_core" / "toolserver.py",
+    ]
+    for source in sources:
+        codes.update(int(n) for n in re.findall(r"exit_code=(\d+)", source.read_text()))
+    app = (ROOT / "egg_core" / "cli" / "app.py").read_text()
+    codes.update(int(n) for n in re.findall(r"^\s+return (\d+)$", app, re.M))
+    codes.update({spawn.SANDBOX_FAILED, exec_cmd.SETUP_FAILED})
+    return codes
+
+
+def test_the_readme_exit_code_table_and_the_code_agree():
+    assert _readme_exit_codes() == _exit_codes_in_the_code()

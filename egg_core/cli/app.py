@@ -71,10 +71,11 @@ def run_cli(args_list: list[str], env: Mapping[str, str]) -> int:
     ctx = Context(env, debug=debug, argv=args_list)
     _never_fail_to_print()
     try:
-        _recover_crashed_sessions(env)
         registry = CommandRegistry()
         for command in builtin_commands():
             registry.register(command)
+        if _check_egg_home(env, registry, args_list):
+            _recover_crashed_sessions(env)
         if _wants_plugin_commands(args_list, registry):
             _add_plugin_commands(ctx, registry)
         words = [a for a in args_list if not a.startswith("-")]
@@ -108,6 +109,35 @@ def run_cli(args_list: list[str], env: Mapping[str, str]) -> int:
             file=sys.stderr,
         )
         return 70
+
+
+def _only_help(args: Sequence[str]) -> bool:
+    """``egg``, ``egg --help``, ``egg --version``, ``egg COMMAND --help``: nothing of
+    ``$EGG_HOME`` is needed to answer them."""
+    return (
+        not args
+        or args[0] in ("-h", "--help", "--version")
+        or (len(args) == 2 and args[1] in ("-h", "--help"))
+    )
+
+
+def _check_egg_home(env: Mapping[str, str], registry: CommandRegistry, args: Sequence[str]) -> bool:
+    """The one check of ``$EGG_HOME``, before any command reads or writes there (see
+    :func:`egg_core.paths.egg_home_problem`), for every command that keeps anything there. Its
+    exit code is the command's own for errors of egg's (125 for ``egg exec``, which keeps the
+    others for the command it runs). True when it is usable; False when the command runs
+    without it — help, ``egg doctor`` — and nothing is recovered there (it may be another
+    user's)."""
+    from egg_core.paths import egg_home, egg_home_problem
+
+    problem = egg_home_problem(egg_home(env))
+    if problem is None:
+        return True
+    words = [a for a in args if not a.startswith("-")]
+    command = registry.get(words[0]) if words else None
+    if _only_help(args) or (command is not None and not command.uses_egg_home):
+        return False
+    raise EggError(problem, exit_code=command.usage_exit_code if command else 2)
 
 
 def _never_fail_to_print() -> None:

@@ -145,5 +145,6 @@ def builtin_commands() -> list[Command]:
             help="what this host can enforce, per platform, and how to fix what it cannot",
             configure=_configure("egg_core.cli.doctor_cmd"),
             run="egg_core.cli.doctor_cmd:run",
+            uses_egg_home=False,
         ),
     ]

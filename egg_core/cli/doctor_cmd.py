@@ -1,5 +1,6 @@
 """``egg doctor``: every registered platform, whether it can run here, and what it can enforce,
-and the guard log's latest lines (they quote paths a sandbox chose: printed through
+whether ``$EGG_HOME`` is usable (doctor runs when it is not: it says what to do), and the guard
+log's latest lines (they quote paths a sandbox chose: printed through
 :func:`egg_core.sanitize.visible`, like every line here)."""
 
 from __future__ import annotations
@@ -41,12 +42,14 @@ def collect(ctx: Context) -> dict[str, Any]:
             }
         )
     from egg_core import guardlog
-    from egg_core.paths import egg_home
+    from egg_core.paths import egg_home, egg_home_problem
 
+    home = egg_home(ctx.environ)
     return {
         "platforms": platforms,
         "failing_features": failing,
-        "guard_log": guardlog.recent(egg_home(ctx.environ)),
+        "egg_home": {"path": str(home), "problem": egg_home_problem(home)},
+        "guard_log": guardlog.recent(home),
     }
 
 
@@ -81,6 +84,8 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
             _say(f"  {label}: {'; '.join(why)}")
     else:
         _say("every policy feature can be enforced here")
+    if data["egg_home"]["problem"]:
+        _say(f"FAIL {data['egg_home']['problem']}")
     if data["guard_log"]:
         _say("persistence guard: what could not be done (latest last; $EGG_HOME/guard.log):")
         for line in data["guard_log"]:

@@ -14,6 +14,11 @@ from egg_core.cli.context import Context
 from egg_core.errors import EggError, UsageError
 from egg_core.sanitize import visible
 
+# ``egg run`` exits with it when the session ended before its program started — the daemon
+# could not set it up (a broken tool file, a platform that failed) — as ``egg exec`` does, and
+# as the daemon reports a sandbox that failed under it
+from egg_core.spawn import SANDBOX_FAILED
+
 START_TIMEOUT = 15.0
 
 
@@ -301,10 +306,11 @@ def start_daemon(paths: Any, ctx: Context) -> None:
             if meta.get("state") == "exited":
                 return  # it ran and ended already; its metadata says how
             why = meta.get("error") or _last_line(paths.log) or f"daemon exited {code}"
-            raise EggError(f"session {paths.id} failed to start: {why}")
+            raise EggError(f"session {paths.id} failed to start: {why}", exit_code=SANDBOX_FAILED)
         time.sleep(0.01)
     raise EggError(
-        f"session {paths.id} did not start within {START_TIMEOUT:.0f} s (see {paths.log})"
+        f"session {paths.id} did not start within {START_TIMEOUT:.0f} s (see {paths.log})",
+        exit_code=SANDBOX_FAILED,
     )
 
 

@@ -7,7 +7,9 @@ ADDRESS (a public-looking address, so the proxy's address checks run as in produ
 connection to ADDRESS goes to the loopback PORT. Targets that are not loopback are ignored; a
 name it does not list does not resolve at all (no test can reach a real resolver by mistake).
 The proxy itself never reads the variable: without this plugin (``EGG_DISABLE_PLUGINS=
-test-network``) it has no effect.
+test-network``) it has no effect. With it, ``EGG_TEST_PROXY_HEAD_TIMEOUT=SECONDS`` shortens the
+time a client has to send its request head, so that a test of slow clients need not wait out
+the production deadline (:data:`egg_core.netproxy.HEAD_TIMEOUT`).
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from egg_core.loopback import is_loopback
 from egg_core.netproxy import NetworkTransport
 
 SEAM_ENV = "EGG_TEST_NETWORK"
+HEAD_TIMEOUT_ENV = "EGG_TEST_PROXY_HEAD_TIMEOUT"
 
 
-def transport(raw: str) -> NetworkTransport:
+def transport(raw: str, head_timeout: float | None = None) -> NetworkTransport:
     """The seam described by ``raw`` (see the module docstring)."""
     names: dict[str, str] = {}
     targets: dict[str, tuple[str, int]] = {}
@@ -44,10 +47,17 @@ def transport(raw: str) -> NetworkTransport:
         target_host, target_port = targets.get(host, (host, port))
         return await asyncio.open_connection(target_host, target_port)
 
-    return NetworkTransport(resolver=resolve, connector=connect)
+    return NetworkTransport(resolver=resolve, connector=connect, head_timeout=head_timeout)
 
 
 @hookimpl
 def egg_network_transport() -> NetworkTransport | None:
     raw = os.environ.get(SEAM_ENV)
-    return transport(raw) if raw else None
+    if not raw:
+        return None
+    timeout = os.environ.get(HEAD_TIMEOUT_ENV, "")
+    try:
+        head_timeout = float(timeout) if timeout else None
+    except ValueError:
+        head_timeout = None
+    return transport(raw, head_timeout)

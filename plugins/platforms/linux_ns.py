@@ -490,6 +490,7 @@ class LinuxNamespaces(Platform):
             log,
             resolver=transport.resolver if transport else None,
             connector=transport.connector if transport else None,
+            head_timeout=transport.head_timeout if transport else None,
         )
         thread = ProxyThread(proxy, proxy_sock or net_dir / "proxy.sock", port_sockets)
         thread.start()

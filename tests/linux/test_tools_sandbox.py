@@ -70,6 +70,16 @@ def test_an_enabled_tool_that_is_broken_or_missing_stops_the_launch(box: Box) ->
     assert result.returncode == 125 and "timout: unknown key" in result.stderr
 
 
+def test_egg_run_whose_session_cannot_start_exits_125_as_egg_exec_does(box: Box) -> None:
+    with_tools(box, "hello", "nosuch")
+
+    for args in (("run", "--", "true"), ("run", "--detach", "--", "true")):
+        result = box.run(*args)
+        assert result.returncode == 125, result
+        (line,) = result.stderr.strip().splitlines()
+        assert "failed to start: tool 'nosuch' is not defined" in line
+
+
 def test_another_sandbox_cannot_reach_a_sessions_tool_socket(box: Box) -> None:
     with_tools(box, "hello")
     started = box.run("run", "--detach", "--", "sleep", "60")

@@ -126,6 +126,7 @@ def start_proxy(
         DecisionLog(network_log),
         resolver=transport.resolver if transport else None,
         connector=transport.connector if transport else None,
+        head_timeout=transport.head_timeout if transport else None,
     )
     thread = ProxyThread(proxy, None, {}, tcp=("127.0.0.1", 0))
     prepared.add_cleanup(thread.stop)
