@@ -55,8 +55,8 @@ def _live(pid: str) -> bool:
 
 
 def processes_of(roots: Iterable[Path]) -> list[Leftover]:
-    """Live processes whose command line names a session directory under ``roots``."""
-    needles = [os.fsencode(f"{root}/") for root in roots]
+    """Live processes whose command line names one of ``roots`` or a path under it."""
+    needles = [os.fsencode(f"{root}{end}") for root in roots for end in ("/", "\0")]
     if not needles:
         return []
     me = os.getpid()

@@ -40,6 +40,7 @@ class SessionStartup:
     window: str | None
     setup_read: int | None
     attempts: int
+    unreaped: bool
     rows: int
     cols: int
     started: float
@@ -245,6 +246,7 @@ class SessionStartup:
         finally:
             if pipe is not None:
                 os.close(pipe[1])
+        self.unreaped = True
         self.setup_read = pipe[0] if pipe is not None else None
         prepared.spawned()
         self.child_pid = prepared.child_pid() or self.proc.pid
