@@ -14,7 +14,9 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -175,15 +177,20 @@ def test_sigterm_ends_a_running_daemon_and_its_program(box: Box) -> None:
     sigterm(box, daemon_of(box, session))
 
     assert not still_running(box, session)
-    assert meta(box, session)["state"] == "exited"
+    ended = meta(box, session)
+    assert ended["state"] == "exited" and ended["exit_reason"] == "ended by SIGTERM"
 
 
 def test_sigterm_ends_a_daemon_whose_program_ignores_it(box: Box) -> None:
+    """SIGKILL after KILL_GRACE, and the end recorded (not the deadline's kill, which cannot)."""
     session = detached(box, "--", "sh", "-c", "trap '' TERM; echo ready; sleep 600")
+    wait_status(box, session, lambda data: bool(data["bytes"]))  # the trap is set
 
     sigterm(box, daemon_of(box, session))
 
-    assert not still_running(box, session, BOUND + 5)
+    assert not still_running(box, session)
+    ended = meta(box, session)
+    assert ended["state"] == "exited" and ended["exit_reason"] == "ended by SIGTERM"
 
 
 def test_sigterm_ends_a_daemon_whose_program_ended_while_a_hook_hangs(box: Box) -> None:
@@ -227,7 +234,7 @@ def test_sigterm_ends_a_daemon_waiting_for_its_client(box: Box, program: str) ->
         # the daemon has only begun its start-up: egg run, stopped now, never attaches
         os.killpg(run.pid, signal.SIGSTOP)
         (session,) = (p.parent.name for p in sessions.glob("*/egg.pid"))
-        wait_until_ended(box, session)
+        wait_status(box, session, lambda data: data["exit_code"] is not None)  # it has ended
 
         sigterm(box, daemon_of(box, session))
 
@@ -237,12 +244,33 @@ def test_sigterm_ends_a_daemon_waiting_for_its_client(box: Box, program: str) ->
         run.wait(10)
 
 
-def wait_until_ended(box: Box, session: str) -> None:
-    """Until the daemon says its program has ended (its status over the session socket)."""
+def wait_status(box: Box, session: str, done: Callable[[dict[str, Any]], bool]) -> None:
+    """Until what the daemon says of its session (``egg status --json``) satisfies ``done``."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         result = box.run("status", session, "--json")
-        if result.returncode == 0 and json.loads(result.stdout).get("exit_code") is not None:
+        if result.returncode == 0 and done(json.loads(result.stdout)):
             return
         time.sleep(0.1)
-    raise AssertionError(f"session {session} never said its program ended")
+    raise AssertionError(f"session {session} never got there: {result.stdout}{result.stderr}")
+
+
+def test_a_program_that_closes_its_terminal_leaves_the_daemon_serving(box: Box) -> None:
+    """The terminal's end is not the program's: the daemon waits for its SIGCHLD, answering
+    clients and SIGTERM meanwhile (a blocking wait would hold the loop for the whole sleep)."""
+    session = detached(
+        box,
+        "--platform",
+        "unsandboxed",
+        "--",
+        "sh",
+        "-c",
+        "echo closing; exec </dev/null >/dev/null 2>&1; sleep 600",
+    )
+    time.sleep(1)  # the terminal has no writer left by now
+
+    status = box.run("status", session, "--json", timeout=10)
+    assert status.returncode == 0 and json.loads(status.stdout)["exit_code"] is None
+    sigterm(box, daemon_of(box, session))
+    assert not still_running(box, session)
+    assert meta(box, session)["exit_reason"] == "ended by SIGTERM"
