@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from tests import volumes
+
+volumes.register_profiles()  # hypothesis: CI's example counts, or EGG_TEST_FULL=1's
+
 
 @pytest.fixture
 def plugin_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
