@@ -269,7 +269,7 @@ def test_a_program_that_closes_its_terminal_leaves_the_daemon_serving(box: Box) 
     )
     time.sleep(1)  # the terminal has no writer left by now
 
-    status = box.run("status", session, "--json", timeout=10)
+    status = box.run("status", session, "--json", timeout=30)  # a blocked loop: the sleep's 600 s
     assert status.returncode == 0 and json.loads(status.stdout)["exit_code"] is None
     sigterm(box, daemon_of(box, session))
     assert not still_running(box, session)
