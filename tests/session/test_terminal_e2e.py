@@ -19,6 +19,7 @@ from tests.session.test_sessions import (
     TIMEOUT,
     attach,
     egg,
+    kill,
     session_dir,
     start,
     status,
@@ -363,7 +364,7 @@ def test_the_size_follows_the_remaining_writable_client(env: dict[str, str], pro
     finally:
         for client in clients:
             client.close(force=True)
-        egg(env, "kill", session, cwd=project)
+        kill(env, project, session)
 
 
 def _attach(
