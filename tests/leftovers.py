@@ -18,6 +18,8 @@ import attrs
 
 #: how long a session may take to end after its test (``egg kill`` returns before it has ended)
 GRACE = 15.0
+#: directory names no test's $EGG_HOME is found below
+_NEVER_HOMES = frozenset({"sessions", "site-packages", "node_modules", ".git"})
 
 
 @attrs.frozen
@@ -37,9 +39,12 @@ def session_roots(directories: Iterable[Path]) -> list[Path]:
         for top, dirs, _ in os.walk(directory):
             if "sessions" in dirs:
                 found.append(Path(top) / "sessions")
-            # no session directory holds another $EGG_HOME; nor does a symlink lead to one
+            # no session directory holds another $EGG_HOME, nor does a symlink lead to one, nor
+            # the big trees some tests build (a virtualenv, a repository, npm's packages)
             dirs[:] = [
-                d for d in dirs if d != "sessions" and not os.path.islink(os.path.join(top, d))
+                d
+                for d in dirs
+                if d not in _NEVER_HOMES and not os.path.islink(os.path.join(top, d))
             ]
     return sorted(set(found))
 

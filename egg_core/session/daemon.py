@@ -479,9 +479,11 @@ class Daemon(SessionStartup, SessionServing):
             arm_deadline()
             log(self.paths, "SIGTERM: ending the session")
         self.linger_over.set()
-        if self.exit_code is None:
+        if self.exit_code is None and self.unreaped:
             self.exit_reason = self.exit_reason or "ended by SIGTERM"
-            self.terminate_command()
+            self.terminate_command()  # the session ends when the program does
+        elif self.exit_code is None:  # no program to wait for: end now
+            self.end_without_command("ended by SIGTERM with no program running")
 
     def terminate_command(self) -> None:
         if not self.unreaped:

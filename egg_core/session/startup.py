@@ -243,10 +243,10 @@ class SessionStartup:
                 pass_fds=keep,
                 preexec_fn=preexec,
             )
+            self.unreaped = True
         finally:
             if pipe is not None:
                 os.close(pipe[1])
-        self.unreaped = True
         self.setup_read = pipe[0] if pipe is not None else None
         prepared.spawned()
         self.child_pid = prepared.child_pid() or self.proc.pid
