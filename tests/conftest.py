@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from tests import volumes
+
+volumes.register_profiles()  # hypothesis: CI's example counts, or EGG_TEST_FULL=1's
+
 
 @pytest.fixture
 def plugin_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -43,3 +47,38 @@ def cache_workspace(tmp_path: Path, egg_home: Path):
         env["PYTHONPATH"] = os.environ["EGG_TEST_MUTANT"]
     yield work, env
     subprocess.run(["rm", "-rf", str(root)], check=False)
+
+
+#: fixtures whose value holds a test's $EGG_HOME (or the directory its homes live under)
+_HOMES = {
+    "tmp_path": lambda value: value,
+    "egg_home": lambda value: value,
+    "box": lambda value: value.root,
+}
+
+
+@pytest.fixture(autouse=True)
+def no_session_outlives_its_test(request: pytest.FixtureRequest):
+    """Fail a test that leaves a session daemon or its sandbox running (issue 23: one did on
+    every run, and a suite beside another run must not leave it sessions to trip over).
+
+    The test's own directories are asked for here, before the test's other fixtures, so they
+    are still there when this looks (a box removes its tree when it is done). What is left is
+    found by those directories alone (:mod:`tests.leftovers`), killed, and reported."""
+    from tests import leftovers
+
+    places = [
+        get(request.getfixturevalue(name))
+        for name, get in _HOMES.items()
+        if name in request.fixturenames
+    ]
+    yield
+    roots = leftovers.session_roots(places)
+    left = leftovers.wait_gone(roots)
+    if left:
+        leftovers.kill(left)
+        pytest.fail(
+            "the test left session processes running (killed now):\n"
+            + "\n".join(f"  {item}" for item in left),
+            pytrace=False,
+        )

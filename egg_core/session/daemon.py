@@ -9,6 +9,15 @@ append it to the replay ring. Nothing on it waits for a client: a client whose t
 grows past a high-water mark stops receiving live output and is repainted from the ring when it has
 drained (or dropped if it never does). No terminal emulator runs while output flows.
 
+A daemon lives exactly as long as its session (issue 23: churn checks left daemons behind, a PTY
+and no child, surviving SIGTERM): it exits once its program has ended or could not start, after
+the one grace a client has to read that end (``RunSpec.linger``, for ``egg run``'s own attach),
+and a step of the child's life that fails ends the session instead of being dropped by the event
+loop. SIGTERM ends it in every state: while starting it unwinds the start-up (the sandbox is
+killed, the settings put back); while serving it ends the program (SIGKILL after KILL_GRACE), the
+wait for a client and the drain; and whatever it is stuck in (a plugin's hook that never returns),
+the kernel ends it TERM_DEADLINE seconds later (SIGALRM, left at its default action).
+
 Why one module of this size: the event loop, the PTY and the child's life are one state machine
 (output, exit, drain, finish); start-up is :mod:`.startup`, the client protocol :mod:`.serving`.
 """
@@ -26,9 +35,11 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from egg_core.errors import EggError
 from egg_core.session import protocol as p
 from egg_core.session.clipboard import ClipboardFilter
 from egg_core.session.serving import (
@@ -51,7 +62,28 @@ from egg_core.session.store import (
     read_json,
     update_meta,
 )
-from egg_core.spawn import MAX_ATTEMPTS, last_line
+from egg_core.spawn import MAX_ATTEMPTS, SANDBOX_FAILED, last_line
+
+#: seconds from SIGTERM to the daemon's end, whatever it is doing: KILL_GRACE for the program,
+#: then the end recorded and told; past it the kernel ends the daemon (SIGALRM's default action;
+#: the next egg command recovers what it could not clean up, see egg_core.session.recovery)
+TERM_DEADLINE = int(KILL_GRACE) + 10
+
+
+_deadline_armed = False
+
+
+def arm_deadline() -> None:
+    """From the first SIGTERM on, the daemon has TERM_DEADLINE seconds (later ones never move
+    the deadline: a SIGTERM a second must not keep a daemon alive)."""
+    global _deadline_armed
+    if not _deadline_armed:
+        _deadline_armed = True
+        signal.alarm(TERM_DEADLINE)
+
+
+class Terminated(EggError):
+    """SIGTERM while the daemon was starting: the start-up unwinds as a failed start does."""
 
 
 class Daemon(SessionStartup, SessionServing):
@@ -84,7 +116,13 @@ class Daemon(SessionStartup, SessionServing):
         self.finished = False
         self.pending_input = bytearray()
         self.writer_armed = False
-        self.first_attach = asyncio.Event()
+        #: the end of a session waits no longer for its client: set by the first ATTACH, or
+        #: by SIGTERM
+        self.linger_over = asyncio.Event()
+        #: SIGTERM came: the session ends, and nothing waits for long any more
+        self.terminating = False
+        #: ... before the event loop ran (see main)
+        self.term_pending = False
         self.browser_offset = 0
         self.pm: Any = None
         self.info: Any = None
@@ -103,6 +141,8 @@ class Daemon(SessionStartup, SessionServing):
         #: the read end of the sandbox's own stderr (see spawn), and how often it was prepared
         self.setup_read: int | None = None
         self.attempts = 1
+        #: the spawned process has not been reaped: its pids are still its own to signal
+        self.unreaped = False
         self.tasks: set[asyncio.Task[None]] = set()
 
     # -- start-up ------------------------------------------------------------------------------
@@ -128,20 +168,26 @@ class Daemon(SessionStartup, SessionServing):
         os.rename(listening, self.paths.sock)
         os.set_blocking(self.proc.fd, False)
         loop.add_reader(self.proc.fd, self.on_pty_readable)
-        loop.add_signal_handler(signal.SIGCHLD, self.reap)
-        loop.add_signal_handler(signal.SIGTERM, self.terminate_command)
+        loop.add_signal_handler(signal.SIGCHLD, self.guarded, self.reap)
+        # Not the loop's own signal handling: that runs the handler when the loop next gets
+        # to it, never while a step blocks it (a plugin's hook that never returns). This one
+        # runs in any case and arms the deadline, then hands the rest to the loop.
+        signal.signal(signal.SIGTERM, lambda *_: self.sigterm_arrived(loop))
         loop.add_signal_handler(signal.SIGHUP, lambda: None)
         timers = [
             asyncio.create_task(self.periodic()),
             asyncio.create_task(self.watch_git()),
             asyncio.create_task(self.watch_history()),
         ]
-        self.reap()
+        self.guarded(self.reap)
+        if self.term_pending:  # SIGTERM during the start-up's last steps (see main)
+            self.on_sigterm()
         await self.done.wait()
-        loop.remove_reader(self.proc.fd)
-        if self.spec.linger and not self.first_attach.is_set():
+        with contextlib.suppress(Exception):
+            loop.remove_reader(self.proc.fd)
+        if self.spec.linger and not self.linger_over.is_set():
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self.first_attach.wait(), self.spec.linger)
+                await asyncio.wait_for(self.linger_over.wait(), self.spec.linger)
             await asyncio.sleep(0.05)
         for task in timers:
             task.cancel()
@@ -170,8 +216,11 @@ class Daemon(SessionStartup, SessionServing):
         if chunks:
             self.on_output(chunks[0] if len(chunks) == 1 else b"".join(chunks))
         if ended:
+            # The terminal has no writer left; the process may still run (it closed its
+            # descriptors, or a child of it holds none): it is reaped at its SIGCHLD, and the
+            # loop never blocks in waitpid meanwhile (status, SIGTERM and clients are served).
             asyncio.get_running_loop().remove_reader(self.proc.fd)
-            self.reap(block=True)
+            self.reap()
 
     def on_output(self, data: bytes) -> None:
         """The hot path: to every live client, then into the ring (and the audit log)."""
@@ -199,15 +248,42 @@ class Daemon(SessionStartup, SessionServing):
         if self.audit is not None:
             self.audit.record(2, data)
 
-    def reap(self, block: bool = False) -> None:
+    def guarded(self, step: Callable[[], None]) -> None:
+        """Run a step of the child's life (its reaping, its terminal's reader). If it raises, the
+        session ends, said in its log with the traceback: the event loop would log the exception
+        and carry on, leaving a daemon with no child that serves nothing, forever."""
+        try:
+            step()
+        except Exception as exc:
+            log(self.paths, "internal error, ending the session:\n" + traceback.format_exc())
+            self.end_without_command(f"internal error: {type(exc).__name__}: {exc}", 70)
+
+    def end_without_command(self, why: str, code: int = SANDBOX_FAILED) -> None:
+        """End the session now: its command cannot (or can no longer) run. A process it spawned
+        is killed and reaped first."""
+        if self.exit_code is not None:
+            return
+        if self.unreaped:
+            self.unreaped = False
+            with contextlib.suppress(Exception):
+                os.kill(self.proc.pid, signal.SIGKILL)
+                os.waitpid(self.proc.pid, 0)
+        if self.guard is not None:
+            self.guard.set_sandbox(None)
+        self.exit_reason = f"{why} (log: {self.paths.log})"
+        self.exit_code = code
+        self.done.set()
+
+    def reap(self) -> None:
         if self.exit_code is not None or self.proc is None:
             return
         try:
-            pid, status = os.waitpid(self.proc.pid, 0 if block else os.WNOHANG)
+            pid, status = os.waitpid(self.proc.pid, os.WNOHANG)
         except ChildProcessError:
             pid, status = self.proc.pid, 0
         if pid == 0:
             return
+        self.unreaped = False
         if self.guard is not None:
             self.guard.set_sandbox(None)  # reaped: the pid may be another process's soon
         returncode = os.waitstatus_to_exitcode(status)
@@ -216,8 +292,16 @@ class Daemon(SessionStartup, SessionServing):
         retry = self.prepared.should_retry(said)
         if code is None and self.attempts < MAX_ATTEMPTS and retry:
             log(self.paths, f"set-up failed as the host changed under it, retrying: {said}")
-            self.respawn()
-            return
+            try:
+                self.respawn()
+                return
+            except Exception as exc:  # a launch that cannot be prepared again ends the session
+                why = exc.message if isinstance(exc, EggError) else f"{type(exc).__name__}: {exc}"
+                log(self.paths, f"the sandbox failed before the command started: {why}")
+                if not isinstance(exc, EggError):
+                    log(self.paths, traceback.format_exc())
+                self.end_without_command(f"the sandbox failed before the command started: {why}")
+                return
         if code is None:
             code = 125
             why = last_line(said) or f"{self.prepared.argv[0]} exited {returncode}"
@@ -382,14 +466,35 @@ class Daemon(SessionStartup, SessionServing):
         with contextlib.suppress(OSError):
             self.proc.setwinsize(rows, cols)
 
+    def sigterm_arrived(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The SIGTERM handler proper (between two bytecodes of whatever runs): the deadline
+        first, then :meth:`on_sigterm` on the loop."""
+        arm_deadline()
+        loop.call_soon_threadsafe(self.on_sigterm)
+
+    def on_sigterm(self) -> None:
+        """SIGTERM: end the session, in whatever state it is (see the module's docstring)."""
+        if not self.terminating:
+            self.terminating = True
+            arm_deadline()
+            log(self.paths, "SIGTERM: ending the session")
+        self.linger_over.set()
+        if self.exit_code is None and self.unreaped:
+            self.exit_reason = self.exit_reason or "ended by SIGTERM"
+            self.terminate_command()  # the session ends when the program does
+        elif self.exit_code is None:  # no program to wait for: end now
+            self.end_without_command("ended by SIGTERM with no program running")
+
     def terminate_command(self) -> None:
+        if not self.unreaped:
+            return  # reaped: its pid may be another process's by now
         target = self.child_pid or self.proc.pid
         with contextlib.suppress(OSError):
             os.kill(target, signal.SIGTERM)
         asyncio.get_running_loop().call_later(KILL_GRACE, self.kill_hard)
 
     def kill_hard(self) -> None:
-        if self.exit_code is not None:
+        if not self.unreaped:
             return
         for pid in {self.child_pid, self.proc.pid}:
             if pid:
@@ -399,6 +504,30 @@ class Daemon(SessionStartup, SessionServing):
     # -- connections ---------------------------------------------------------------------------
 
     # -- ending --------------------------------------------------------------------------------
+
+    def defer_sigterm(self) -> None:
+        """SIGTERM between the start-up and the event loop: :meth:`serve` acts on it first."""
+        self.term_pending = True
+        arm_deadline()
+
+    def abandon(self) -> None:
+        """Undo a start-up that failed (or was ended by SIGTERM) part-way: the spawned sandbox
+        killed and reaped, the tool socket stopped, the platform's preparation and the write
+        window undone. Each step may find nothing to undo."""
+        from egg_core import windows
+
+        if self.unreaped:
+            self.unreaped = False
+            with contextlib.suppress(Exception):
+                os.kill(self.proc.pid, signal.SIGKILL)
+                os.waitpid(self.proc.pid, 0)
+        if self.tool_server is not None:
+            with contextlib.suppress(Exception):
+                self.tool_server.stop()
+        if self.prepared is not None:
+            self.prepared.cleanup()
+        if self.window is not None:
+            windows.close_window(str(self.plan.egg_home), self.window)
 
     async def finish(self) -> None:
         """Restore settings and record the end first, then tell the clients: by the time a user
@@ -451,23 +580,49 @@ class Daemon(SessionStartup, SessionServing):
         clear_live(self.paths)
 
 
+def _terminated_while_starting(signum: int, frame: object) -> None:
+    """SIGTERM before the daemon serves: unwind the start-up (``main`` cleans up as for a failed
+    start), within TERM_DEADLINE whatever it is blocked in."""
+    global _term_pending
+    _term_pending = True
+    arm_deadline()
+    raise Terminated("ended by SIGTERM while starting")
+
+
+def _bounded(signum: int, frame: object) -> None:
+    """SIGTERM while a failed start cleans up: the clean-up runs on, within TERM_DEADLINE."""
+    arm_deadline()
+
+
+#: a SIGTERM came while starting (a plugin's loader may have caught the exception it raised)
+_term_pending = False
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m egg_core.session.daemon SESSION_DIR", file=sys.stderr)
         return 2
     paths = SessionPaths(Path(argv[0]))
+    # before the pid is known to anyone: whoever sends SIGTERM then ends a daemon that cleans up
+    signal.signal(signal.SIGTERM, _terminated_while_starting)
     paths.pid.write_text(str(os.getpid()))
     mark_live(paths)
     daemon: Daemon | None = None
     try:
         daemon = Daemon(paths)
         daemon.start()
+        if _term_pending:
+            raise Terminated("ended by SIGTERM while starting")
+        # from here the event loop's handler takes over (Daemon.serve); until it does, a
+        # SIGTERM is kept for it
+        started = daemon
+        signal.signal(signal.SIGTERM, lambda *_: started.defer_sigterm())
     except Exception as exc:
-        from egg_core import homefiles, hostfs, snapshot, windows
-        from egg_core.errors import EggError
+        from egg_core import homefiles, hostfs, snapshot
 
-        if daemon is not None and daemon.window is not None:  # spawned, then failed
-            windows.close_window(str(daemon.plan.egg_home), daemon.window)
+        signal.signal(signal.SIGTERM, _bounded)
+        if daemon is not None:
+            daemon.abandon()
         message = exc.message if isinstance(exc, EggError) else f"{type(exc).__name__}: {exc}"
         log(paths, f"failed to start: {message}")
         if not isinstance(exc, EggError):
@@ -477,7 +632,6 @@ def main(argv: list[str]) -> int:
         update_meta(paths, state="failed", error=message, ended=time.time())
         clear_live(paths)
         return 1
-    assert daemon is not None
     try:
         asyncio.run(daemon.serve())
     except Exception:

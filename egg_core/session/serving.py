@@ -26,6 +26,7 @@ DROP_AFTER = 30.0  # seconds a client may stay behind before it is dropped
 DRAIN_STALL = 5.0  # at the end, seconds a client may read nothing before it is given up on
 AUTH_TIMEOUT = 5.0
 KILL_GRACE = 5.0
+TERM_DRAIN = 2.0  # after SIGTERM, seconds an ended session keeps draining its clients
 MAX_PENDING_INPUT = 1 << 20
 # A Linux PTY read returns at most 4 KiB; asking for 64 KiB allocates (and shrinks) that much.
 READ_SIZE = 1 << 14
@@ -76,7 +77,9 @@ class SessionServing:
     exit_code: int | None
     exit_reason: str | None
     finished: bool
-    first_attach: asyncio.Event
+    linger_over: asyncio.Event
+    terminating: bool
+    unreaped: bool
     pending_input: bytearray
     writer_armed: bool
     audit: Any
@@ -193,12 +196,17 @@ class SessionServing:
         """Wait until every client has read what it was sent (the final screen and the exit
         code), for as long as each keeps reading: a slow terminal after a flood of output gets
         its end, not "lost the connection". A client that reads nothing for DRAIN_STALL seconds
-        is given up on."""
+        is given up on; after SIGTERM, every client is given up on TERM_DRAIN seconds in."""
         last: dict[Client, tuple[int, float]] = {}
+        began = time.monotonic()
         while True:
             now = time.monotonic()
             waiting = [c for c in self.clients if not c.transport.is_closing() and c.buffered()]
             if not waiting:
+                return
+            if self.terminating and now - began > TERM_DRAIN:
+                for client in waiting:
+                    client.transport.abort()
                 return
             for client in waiting:
                 size = client.buffered()
@@ -233,7 +241,7 @@ class SessionServing:
             )
             client.attached = True
             client.active = time.monotonic()
-            self.first_attach.set()
+            self.linger_over.set()
             if not client.read_only:
                 self.resize(client.rows, client.cols)
             if request.from_start and self.ring.start == 0:
@@ -265,6 +273,8 @@ class SessionServing:
             signum = p.unpack_kill(frame.payload)
             if client.attached and client.read_only:
                 return True
+            if not self.unreaped:
+                return True  # it has ended: its pid may be another process's by now
             self.exit_reason = self.exit_reason or "killed by egg kill"
             with contextlib.suppress(OSError):
                 os.kill(self.child_pid or self.proc.pid, signum)

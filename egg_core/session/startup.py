@@ -40,6 +40,7 @@ class SessionStartup:
     window: str | None
     setup_read: int | None
     attempts: int
+    unreaped: bool
     rows: int
     cols: int
     started: float
@@ -242,6 +243,7 @@ class SessionStartup:
                 pass_fds=keep,
                 preexec_fn=preexec,
             )
+            self.unreaped = True
         finally:
             if pipe is not None:
                 os.close(pipe[1])

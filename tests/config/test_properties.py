@@ -59,7 +59,7 @@ DOCUMENTS = st.recursive(
     lambda children: st.lists(children, max_size=5) | st.dictionaries(KEYS, children, max_size=6),
     max_leaves=25,
 )
-EXAMPLES = settings(max_examples=2000, deadline=None, suppress_health_check=list(HealthCheck))
+EXAMPLES = settings(suppress_health_check=list(HealthCheck))
 
 
 def _only_config_errors(load, data) -> None:

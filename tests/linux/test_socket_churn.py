@@ -10,14 +10,14 @@ inside one — not even one bound while it runs (the socket gate judges each con
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 from pathlib import Path
 
 from tests.linux.conftest import PY, Box
+from tests.volumes import volume
 
-LAUNCHES = 300 if os.environ.get("EGG_TEST_FULL") == "1" else 90
+LAUNCHES = volume(ci=90, full=300)
 
 CHURN = r"""
 import json, os, socket, sys, time

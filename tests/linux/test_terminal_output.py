@@ -197,7 +197,10 @@ def test_a_sessions_hostile_directory_command_and_screen_are_shown_visibly(box: 
     assert started.returncode == 0, started.stderr
     session = started.stdout.strip()
     try:
-        time.sleep(1)
+        deadline = time.monotonic() + 30  # its screen is there (a fixed sleep: not on a busy host)
+        while not json.loads(box.run("status", session, "--json").stdout)["bytes"]:
+            assert time.monotonic() < deadline, "the program never printed its screen"
+            time.sleep(0.1)
         assert_visible(on_pty(box, "ls", cwd=where), RAW_SHOWN, "\\x1b]52;c;")
         assert_visible(on_pty(box, "ls", "--json", cwd=where), "\\u001b]52", "\\udcff\\udc9b")
         status = assert_visible(on_pty(box, "status", session), RAW_SHOWN, *SHOWN)

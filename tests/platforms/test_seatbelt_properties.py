@@ -25,7 +25,7 @@ from tests.platforms.seatbelt_cases import case, policy_for
 
 HOSTILE = "\"\\()\n\r\t;# |.*+?[]{}^$-_~'`éü中😀\u2028\x7f"
 MODES = ("rw", "ro", "deny", "deny-write", "rw-prefix")
-EXAMPLES = settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+EXAMPLES = settings(suppress_health_check=[HealthCheck.too_slow])
 
 segment = st.text(
     alphabet=st.sampled_from(HOSTILE) | st.characters(codec="utf-8", exclude_characters="/\x00"),

@@ -142,7 +142,7 @@ HOSTS = st.from_regex(r"[a-z]{1,8}(\.[a-z]{1,8}){1,3}(:[1-9][0-9]{3})?", fullmat
 RULES = st.from_regex(r"(rw|ro):~/[a-z]{1,8}(/[a-z.]{1,8}){0,2}", fullmatch=True)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(
     shape=st.sampled_from([text for text, _ in SHAPES]),
     network=st.lists(HOSTS, max_size=6),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from egg_core.session.modes import ModeTracker, SavedCursor, TerminalModes, fold_pen, pen_sgr
@@ -402,7 +402,6 @@ def test_preamble_recreates_the_alternate_screens_saved_cursor_from_the_main_scr
 # -- robustness --
 
 
-@settings(max_examples=300)
 @given(st.lists(st.binary(max_size=300), max_size=30), st.integers(64, 2048))
 def test_feed_never_raises_and_always_snapshots(chunks, capacity):
     ring = ReplayRing(capacity)
@@ -425,7 +424,6 @@ ESCAPE_SOUP = st.lists(
 )
 
 
-@settings(max_examples=300)
 @given(ESCAPE_SOUP, st.lists(st.integers(1, 9), min_size=1, max_size=5))
 def test_tracking_does_not_depend_on_chunking(pieces, sizes):
     data = b"".join(pieces)

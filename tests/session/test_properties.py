@@ -23,11 +23,7 @@ from tests.session.oracle import differences, emulate, state_differences
 
 ROWS, COLS = 8, 30
 CAPACITY = 4096
-PROPERTY = settings(
-    max_examples=300,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+PROPERTY = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 WORDS = st.text(alphabet="abc xyz-é中🙂", min_size=1, max_size=14).map(str.encode)
 SGR = st.sampled_from(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from egg_core.session import protocol as p
@@ -70,7 +70,6 @@ def test_exit_payload_round_trip():
     assert p.unpack_exit(p.pack_exit(0, None)) == (0, None)
 
 
-@settings(max_examples=500, deadline=None)
 @given(st.binary(max_size=200))
 def test_arbitrary_bytes_only_ever_raise_protocol_error(data):
     try:

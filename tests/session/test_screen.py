@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyte
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from egg_core.session.ring import ReplayRing
@@ -126,13 +126,11 @@ def test_sequences_that_crash_plain_pyte_are_ignored(sequence):
     assert "ok" in "".join(screen.text())
 
 
-@settings(max_examples=200)
 @given(st.binary(max_size=2000))
 def test_render_never_raises(data):
     render(data, 5, 12)
 
 
-@settings(max_examples=200)
 @given(
     st.lists(
         st.sampled_from(

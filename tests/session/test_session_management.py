@@ -14,6 +14,7 @@ from tests.session.test_sessions import (
     EGG,
     TIMEOUT,
     egg,
+    kill,
     session_dir,
     wait_exited,
 )
@@ -80,8 +81,8 @@ def test_attach_without_an_id(env: dict[str, str], project: Path, tmp_path: Path
         assert first in several.stderr and second in several.stderr
         assert "several sessions are running" in several.stderr
     finally:
-        egg(env, "kill", first, cwd=project)
-        egg(env, "kill", second, cwd=project)
+        kill(env, project, first)
+        kill(env, project, second)
 
 
 def test_rm_removes_ended_sessions_and_refuses_running_ones(

@@ -77,7 +77,25 @@ def wait_exited(env: dict[str, str], session: str, timeout: float = TIMEOUT) -> 
 
 
 def kill(env: dict[str, str], project: Path, session: str) -> None:
-    egg(env, "kill", session, cwd=project)
+    """End a test's session: SIGKILL to its program, then wait for the daemon to be gone.
+
+    ``egg kill`` sends SIGTERM, which the interactive shells most tests run ignore: KILL_GRACE
+    (5 s) of every such test, a minute of the suite. The tests of ``egg kill`` itself run it."""
+    from egg_core.errors import EggError
+    from egg_core.session.client import Connection
+    from egg_core.session.store import SessionPaths, daemon_alive
+
+    paths = SessionPaths(session_dir(env, session))
+    try:
+        conn = Connection(paths)
+        conn.send(p.KILL, p.pack_kill(signal.SIGKILL))
+        conn.close()
+    except EggError:  # not answering: egg kill's own way (SIGTERM, then the daemon's SIGKILL)
+        egg(env, "kill", session, cwd=project)
+        return
+    deadline = time.monotonic() + TIMEOUT
+    while daemon_alive(paths) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def test_detached_run_prints_only_the_session_id_and_keeps_running(env, project):

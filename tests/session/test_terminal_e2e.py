@@ -19,6 +19,7 @@ from tests.session.test_sessions import (
     TIMEOUT,
     attach,
     egg,
+    kill,
     session_dir,
     start,
     status,
@@ -244,16 +245,20 @@ def test_the_detach_key_twice_reaches_the_program(
     write(project, "recorder.py", RECORDER)
     tmux.start(f"{EGG_CMD} run -- python3 recorder.py quiet; echo AFTER-$?; sleep 600", project)
     tmux.wait_for("RECORDER-READY")
-    tmux.keys("C-\\", "C-\\")
-    deadline = time.monotonic() + TIMEOUT
-    log = project / "read.log"
-    while not (log.exists() and log.read_bytes()) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    (session,) = (Path(env["EGG_HOME"]) / "sessions").glob("????????")
+    try:
+        tmux.keys("C-\\", "C-\\")
+        deadline = time.monotonic() + TIMEOUT
+        log = project / "read.log"
+        while not (log.exists() and log.read_bytes()) and time.monotonic() < deadline:
+            time.sleep(0.05)
 
-    assert log.read_bytes() == b"\x1c"
-    assert "AFTER-" not in tmux.screen()  # still attached
-    tmux.keys("C-\\")
-    tmux.wait_for("[detached from session")
+        assert log.read_bytes() == b"\x1c"
+        assert "AFTER-" not in tmux.screen()  # still attached
+        tmux.keys("C-\\")
+        tmux.wait_for("[detached from session")
+    finally:
+        egg(env, "kill", session.name, cwd=project)  # the recorder reads until its input ends
 
 
 # -- 2. the whole stream from the first byte, and scrollback on a reattach
@@ -359,7 +364,7 @@ def test_the_size_follows_the_remaining_writable_client(env: dict[str, str], pro
     finally:
         for client in clients:
             client.close(force=True)
-        egg(env, "kill", session, cwd=project)
+        kill(env, project, session)
 
 
 def _attach(

@@ -123,7 +123,7 @@ def test_a_timeout_kills_the_whole_group_grandchildren_too(tmp_path):
     started = time.monotonic()
     result = run(tool)
     assert result.exit_code == 124 and "timeout" in result.stderr
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 30  # not the 60 s of the sleeps (room for a busy host)
     grandchild = int(pid_file.read_text())
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
