@@ -58,8 +58,13 @@ MUTANTS = {
         ],
     ),
     "unix datagram sockets are allowed": (
-        "import egg_plugins.platforms.linux.gate_filter as filters\nfilters.SOCK_DGRAM = 0xE\n",
-        ["tests/linux/test_network.py::test_host_datagram_socket_deep_in_home_is_unreachable"],
+        "import egg_plugins.platforms.linux.gate_filter as filters\n"
+        "filters.UNIX_TYPES = tuple(range(16))\n",
+        [
+            "tests/linux/test_network.py::test_host_datagram_socket_deep_in_home_is_unreachable",
+            "tests/linux/test_socket_gate_attacks.py::"
+            "test_a_raw_unix_socket_is_a_datagram_socket_and_is_refused",
+        ],
     ),
     "the listener reaches the sandbox": (
         "load = gate.abi.Program.load\n"
