@@ -69,3 +69,28 @@ def test_a_raw_unix_socket_is_a_datagram_socket_and_is_refused(box: Box, listen:
         "seqpacket": "made, send: ENOTCONN",
     }
     assert server.received_nothing()
+
+
+def test_a_unix_family_with_its_high_bits_set_is_still_refused_a_datagram_socket(
+    box: Box, listen: Listen
+) -> None:
+    # the kernel reads socket()'s family as an int: 1 << 32 | AF_UNIX is AF_UNIX to it, so
+    # the filter must compare the low 32 bits only
+    path = box.home / ".local" / "state" / "high" / "log.sock"
+    server = datagram_listener(box, listen, path)
+
+    found = box.probe(
+        f"HOST = {str(path)!r}\n" + SEND + "low = ctypes.create_string_buffer(8)\n"
+        "def call(number, *args):\n"
+        "    result = libc.syscall(ctypes.c_long(number), *[ctypes.c_long(a) for a in args])\n"
+        "    return result if result >= 0 else -ctypes.get_errno()\n"
+        "def both(family):\n"
+        "    result = call(53, family, socket.SOCK_DGRAM, 0, ctypes.addressof(low))\n"
+        "    return made(result if result < 0 else int.from_bytes(low.raw[:4], 'little'))\n"
+        "report(socket=made(call(41, 1 << 32 | 1, socket.SOCK_DGRAM, 0)),"
+        " high_word=made(call(41, 0xFFFFFFFF00000001, socket.SOCK_DGRAM, 0)),"
+        " socketpair=both(1 << 32 | 1))"
+    )
+
+    assert found == {"socket": "EACCES", "high_word": "EACCES", "socketpair": "EACCES"}
+    assert server.received_nothing()

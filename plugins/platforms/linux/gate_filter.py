@@ -29,7 +29,7 @@ AF_UNIX = 1
 #: any address); every other type is refused, SOCK_DGRAM and SOCK_RAW among them
 UNIX_TYPES = (1, 5)
 SOCK_TYPE_MASK = 0xF  # the type without SOCK_NONBLOCK / SOCK_CLOEXEC
-FILTER_VERSION = "2"
+FILTER_VERSION = "3"
 
 
 def build(compat: bool) -> bytes | None:
@@ -52,7 +52,9 @@ def build(compat: bool) -> bytes | None:
     else:
         for name in ("connect", "bind"):
             filt.add_rule(sc.NOTIFY, name)
-    unix = sc.Arg(0, sc.EQ, AF_UNIX)
+    # the kernel reads the family as an int: compared on its low 32 bits, or 1 << 32 | AF_UNIX
+    # would pass as another family and still make a unix socket
+    unix = sc.Arg(0, sc.MASKED_EQ, 0xFFFFFFFF, AF_UNIX)
     for kind in range(SOCK_TYPE_MASK + 1):
         if kind in UNIX_TYPES:
             continue
