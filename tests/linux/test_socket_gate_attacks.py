@@ -8,7 +8,10 @@ import os
 import socket
 from pathlib import Path
 
+import pytest
+
 from tests.linux.conftest import Box, Listen, Listener
+from tests.linux.test_syscalls import _i386_abi_works
 
 
 def datagram_listener(box: Box, listen: Listen, path: Path) -> Listener:
@@ -25,6 +28,19 @@ def stream_listener(box: Box, listen: Listen, path: Path) -> Listener:
     os.chown(path, box.identity.uid, box.identity.gid)  # the user's own: it may hard-link it
     return server
 
+
+#: ``int80(number, a, b, c, d)``: an i386 system call from this 64-bit process; LOW is memory
+#: below 4 GiB for its pointers
+INT80 = r"""
+import mmap, struct
+CODE = bytes.fromhex("53 89f8 89f3 4189c9 89d1 4489ca 4489c6 cd80 4863c0 5b c3")
+page = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+page.write(CODE)
+int80 = ctypes.CFUNCTYPE(ctypes.c_long, *[ctypes.c_long] * 5)(
+    ctypes.addressof(ctypes.c_char.from_buffer(page)))
+low = mmap.mmap(-1, 4096, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x40)  # MAP_32BIT
+LOW = ctypes.addressof(ctypes.c_char.from_buffer(low))
+"""
 
 SEND = (
     "def send(fd):\n"
@@ -93,4 +109,45 @@ def test_a_unix_family_with_its_high_bits_set_is_still_refused_a_datagram_socket
     )
 
     assert found == {"socket": "EACCES", "high_word": "EACCES", "socketpair": "EACCES"}
+    assert server.received_nothing()
+
+
+@pytest.mark.skipif(
+    not _i386_abi_works(), reason="this kernel runs no i386 code: nothing to walk around"
+)
+def test_the_i386_socketcall_makes_no_unix_datagram_socket(box: Box, listen: Listen) -> None:
+    # i386's socketcall() carries socketpair's arguments in memory, where a filter cannot look:
+    # a 64-bit process reaches it with int 0x80, and sends from the pair with the native sendto
+    path = box.home / ".local" / "state" / "i386" / "log.sock"
+    server = datagram_listener(box, listen, path)
+
+    found = box.probe(
+        f"HOST = {str(path)!r}\n" + INT80 + SEND + "def args(offset, *values):\n"
+        "    low.seek(offset); low.write(struct.pack('<%dI' % len(values), *values))\n"
+        "    return LOW + offset\n"
+        "def fds():\n"
+        "    return list(struct.unpack_from('<ii', low, 64))\n"
+        # with the arguments at every offset: libseccomp compares socketpair's type with the
+        # low bits of socketcall's second argument, the pointer to them
+        "def socketcall_pair(kind):\n"
+        "    seen = set()\n"
+        "    for offset in range(128, 144):\n"
+        "        result = int80(102, 8, args(offset, 1, kind, 0, LOW + 64), 0, 0)\n"
+        "        seen.add(pair(fds() if result == 0 else result))\n"
+        "    return ' '.join(sorted(seen))\n"
+        "def direct_pair(kind):\n"
+        "    result = int80(360, 1, kind, 0, LOW + 64)\n"
+        "    return pair(fds() if result == 0 else result)\n"
+        "report(control=int80(20, 0, 0, 0, 0) == os.getpid(),"
+        " socketcall_pair=socketcall_pair(socket.SOCK_DGRAM),"
+        " socketcall_raw_pair=socketcall_pair(socket.SOCK_RAW),"
+        " socketcall_socket=made(int80(102, 1, args(128, 1, socket.SOCK_DGRAM, 0), 0, 0)),"
+        " socket=made(int80(359, 1, socket.SOCK_DGRAM, 0, 0)),"
+        " raw_socket=made(int80(359, 1, socket.SOCK_RAW, 0, 0)),"
+        " pair=direct_pair(socket.SOCK_DGRAM), raw_pair=direct_pair(socket.SOCK_RAW))"
+    )
+
+    assert found.pop("control") is True
+    refused = {"EACCES", "EPERM"}
+    assert set(found.values()) <= refused, found
     assert server.received_nothing()

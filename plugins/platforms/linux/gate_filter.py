@@ -11,8 +11,9 @@ bubblewrap itself, runs under them; see :mod:`.socketgate`):
   ``AF_UNIX``, ``SOCK_RAW`` socket a datagram socket), so the filter names what it lets through,
   not what it refuses;
 - the *compat* one covers the i386 and x32 ABIs of an x86_64 machine: there ``connect`` and
-  ``bind`` are refused (EPERM) outright, as are datagram unix sockets — the supervisor carries
-  out calls of the native ABI only.
+  ``bind`` are refused (EPERM) outright, as are datagram unix sockets and i386's
+  ``socketcall(SOCKETPAIR)`` (whose arguments are in memory) — the supervisor carries out calls
+  of the native ABI only.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ AF_UNIX = 1
 #: any address); every other type is refused, SOCK_DGRAM and SOCK_RAW among them
 UNIX_TYPES = (1, 5)
 SOCK_TYPE_MASK = 0xF  # the type without SOCK_NONBLOCK / SOCK_CLOEXEC
-FILTER_VERSION = "3"
+SYS_SOCKETPAIR = 8  # socketcall()'s number for socketpair (linux/net.h)
+FILTER_VERSION = "4"
 
 
 def build(compat: bool) -> bytes | None:
@@ -49,6 +51,10 @@ def build(compat: bool) -> bytes | None:
         refuse = sc.ERRNO(errno.EPERM)
         for name in ("connect", "bind"):
             filt.add_rule(refuse, name)
+        # i386's socketcall(SOCKETPAIR) carries its family and type in memory: libseccomp
+        # compares the rules below with the pointer to them there, so it is refused whole
+        # (socketcall(SOCKET) is, by the sandbox's main filter: seccomp.py)
+        filt.add_rule(sc.ERRNO(errno.EACCES), "socketcall", sc.Arg(0, sc.EQ, SYS_SOCKETPAIR))
     else:
         for name in ("connect", "bind"):
             filt.add_rule(sc.NOTIFY, name)
@@ -63,9 +69,7 @@ def build(compat: bool) -> bytes | None:
             try:
                 filt.add_rule(sc.ERRNO(errno.EACCES), name, unix, other)
             except (OSError, ValueError, RuntimeError):
-                # i386 multiplexes these through socketcall, whose arguments are in memory:
-                # the sandbox's main filter refuses socketcall(SOCKET) there (seccomp.py)
-                continue
+                continue  # not a system call of this architecture
     with tempfile.TemporaryFile() as handle:
         filt.export_bpf(handle)
         handle.seek(0)
