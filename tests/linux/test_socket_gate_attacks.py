@@ -151,3 +151,37 @@ def test_the_i386_socketcall_makes_no_unix_datagram_socket(box: Box, listen: Lis
     refused = {"EACCES", "EPERM"}
     assert set(found.values()) <= refused, found
     assert server.received_nothing()
+
+
+def test_a_rule_named_socket_the_sandbox_could_put_there_grants_nothing(
+    box: Box, listen: Listen
+) -> None:
+    # a rule names a socket in the workspace, which the sandbox writes: the name is the
+    # sandbox's to fill — a symlink to any host socket, a hard link of or the very host socket
+    # beside it (one mount: links cross no other) — and egg, looking the name up on the host,
+    # would grant whatever it finds there
+    victim = stream_listener(box, listen, box.home / ".ide" / "victim.sock")
+    beside = stream_listener(box, listen, box.workspace / "beside.sock")
+    named = box.workspace / "later.sock"
+    box.config({"fs": [f"ro:{named}"]})
+
+    found = box.probe(
+        f"named, victim, beside = {str(named)!r}, {str(victim.address)!r},"
+        f" {str(beside.address)!r}\n"
+        "def planted(plant, source, *targets):\n"
+        "    if os.path.lexists(named): os.unlink(named)\n"
+        "    plant(source, named)\n"
+        "    return [attempt(connect, socket.AF_UNIX, t) for t in (named, *targets)]\n"
+        "report(symlink=planted(os.symlink, victim, victim),"
+        " hardlink=planted(os.link, beside, beside), moved=planted(os.rename, beside))"
+    )
+
+    assert found == {
+        "symlink": ["EACCES", "EACCES"],
+        "hardlink": ["EACCES", "EACCES"],
+        "moved": ["EACCES"],
+    }
+    assert victim.received_nothing()
+    assert beside.received_nothing()
+    explained = box.run("explain").stdout
+    assert f"not {named}: a rule names it, but the sandbox can write its directory" in explained

@@ -19,7 +19,8 @@ ABI stop in the kernel and wait for egg (a seccomp user notification). egg
   held open so that nothing can be swapped between the check and the connect;
 - lets it through only when that file is **one this sandbox bound** (every ``bind`` is seen:
   egg keeps the file of each socket it bound, ``SIOCUNIXFILE``) or **one egg grants** (the
-  proxy's and tool server's sockets, a socket an ``rw:``/``ro:`` rule names exactly);
+  proxy's and tool server's sockets, a socket an ``rw:``/``ro:`` rule names exactly in a
+  directory the sandbox cannot write: ``linux_ns.named_sockets``);
 - and then connects the caller's own socket itself (``pidfd_getfd`` gives the same socket, not a
   copy) to that file, through ``/proc/self/fd/N``: what the caller's memory says afterwards does
   not matter. Other addresses (TCP through the network namespace, abstract unix names, which
