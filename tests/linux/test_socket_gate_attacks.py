@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 from pathlib import Path
 
 import pytest
@@ -185,3 +186,59 @@ def test_a_rule_named_socket_the_sandbox_could_put_there_grants_nothing(
     assert beside.received_nothing()
     explained = box.run("explain").stdout
     assert f"not {named}: a rule names it, but the sandbox can write its directory" in explained
+
+
+def test_binding_a_socket_bound_on_the_host_does_not_make_its_file_the_sandboxs(box: Box) -> None:
+    # a service the user grants hands out connections (a broker passing accepted sockets to
+    # workers, as prefork servers do): an accepted socket carries its listener's file, and a
+    # bind() on it fails — but the gate, which learns a sandbox's own sockets at bind, took
+    # that file for one the sandbox bound, and let it connect to the listener there
+    victim_path = box.home / ".ide" / "victim.sock"
+    broker_path = box.home / "run" / "broker.sock"
+    listeners = []
+    for path in (victim_path, broker_path):
+        box.mkdir(path.parent)
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(path))
+        server.listen(4)
+        os.chmod(path, 0o777)
+        listeners.append(server)
+    victim, broker = listeners
+    client = socket.socket(socket.AF_UNIX)
+
+    def hand_on() -> None:
+        conn, _ = broker.accept()
+        client.connect(str(victim_path))
+        accepted, _ = victim.accept()  # bears the victim listener's file
+        with conn, accepted:
+            socket.send_fds(conn, [b"x"], [accepted.fileno()])
+
+    threading.Thread(target=hand_on, daemon=True).start()
+    box.config({"fs": [f"ro:{broker_path}"]})
+
+    try:
+        found = box.probe(
+            f"c = socket.socket(socket.AF_UNIX); c.connect({str(broker_path)!r})\n"
+            "_, fds, _, _ = socket.recv_fds(c, 1, 1)\n"
+            "got = socket.socket(fileno=fds[0])\n"
+            "report(name=got.getsockname() != '', bind=attempt(got.bind, 'x.sock'),"
+            f" victim=attempt(connect, socket.AF_UNIX, {str(victim_path)!r}))"
+        )
+        victim.setblocking(False)
+        reached = attempt_accept(victim)
+    finally:
+        for sock in (victim, broker, client):
+            sock.close()
+
+    assert found == {"name": True, "bind": "EINVAL", "victim": "EACCES"}
+    assert not reached
+
+
+def attempt_accept(server: socket.socket) -> bool:
+    """Whether a connection is waiting on ``server`` (non-blocking)."""
+    try:
+        conn, _ = server.accept()
+    except BlockingIOError:
+        return False
+    conn.close()
+    return True

@@ -267,7 +267,10 @@ class Gate:
         pending = None
         try:
             sock = _take_socket(call.pid, call.args[0])
-            if _family(sock) != AF_UNIX:
+            if not _unbound_unix(sock):
+                # a socket that has an address already (an accepted one bears its listener's
+                # file; another may come from a host service) fails this bind: its file is
+                # not one the sandbox made
                 os.close(sock)
             else:
                 # where the binder stands, kept for when egg must find the file by its name
@@ -475,10 +478,11 @@ def _tgid(tid: int) -> int:
     return tid
 
 
-def _family(sock: int) -> int:
+def _unbound_unix(sock: int) -> bool:
+    """Whether ``sock`` is a unix socket with no address yet."""
     probe = socket.socket(fileno=os.dup(sock))
     try:
-        return int(probe.family)
+        return probe.family == AF_UNIX and not probe.getsockname()
     finally:
         probe.close()
 
