@@ -5,13 +5,14 @@ uid 65534, and checks the host side too — nothing arrives."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import threading
 from pathlib import Path
 
 import pytest
 
-from tests.linux.conftest import Box, Listen, Listener
+from tests.linux.conftest import EGG, PRELUDE, PY, Box, Listen, Listener
 from tests.linux.test_syscalls import _i386_abi_works
 
 
@@ -242,3 +243,33 @@ def attempt_accept(server: socket.socket) -> bool:
         return False
     conn.close()
     return True
+
+
+@pytest.mark.parametrize("sockets", ["one", "many"])
+def test_binds_that_fail_never_use_up_eggs_descriptors(box: Box, sockets: str) -> None:
+    # egg keeps each socket bind() is called on until the bind shows: binds that fail (the
+    # name is taken) left one descriptor each in egg, until egg had none left and every
+    # connect of the sandbox failed (EBADF) — the proxy's too; egg runs here with 4,096
+    found = box.run(
+        "--nofile=4096:4096",
+        EGG,
+        "exec",
+        "--",
+        PY,
+        "-I",
+        "-c",
+        PRELUDE + "taken = socket.socket(socket.AF_UNIX); taken.bind('taken.sock')\n"
+        "one = socket.socket(socket.AF_UNIX)\n"
+        "failed = 0\n"
+        "for _ in range(6000):\n"
+        f"    s = {'one' if sockets == 'one' else 'socket.socket(socket.AF_UNIX)'}\n"
+        "    failed += attempt(s.bind, 'taken.sock') != 'ok'\n"
+        "    if s is not one: s.close()\n"
+        "time.sleep(0.5)\n"
+        "served = socket.socket(socket.AF_UNIX); served.bind('own.sock'); served.listen(1)\n"
+        "report(failed=failed, own=attempt(connect, socket.AF_UNIX, 'own.sock'))",
+        egg=shutil.which("prlimit") or "prlimit",
+    )
+
+    assert found.returncode == 0, found.stderr
+    assert found.json() == {"failed": 6000, "own": "ok"}

@@ -56,6 +56,10 @@ if TYPE_CHECKING:
     from .gate_abi import Notification
 
 MAX_OWN = 8192
+#: sockets bind() was let through for whose bind has not shown yet (one each, however often it
+#: is called on one socket); when full, those older than BIND_SETTLE are dropped, then binds are
+#: refused (ENOBUFS): binds that fail would otherwise hold a descriptor each in egg
+MAX_PENDING = 1024
 #: connects carried out at once (the rest wait their turn)
 MAX_WORKERS = 64
 #: the gate's descriptor in the child is at or above this
@@ -138,7 +142,7 @@ class Gate:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._own: dict[Key, int] = {}  # socket file -> an O_PATH descriptor holding it
-        self._pending: list[Pending] = []  # sockets bind() was called on, not yet bound
+        self._pending: dict[int, Pending] = {}  # sockets bind() was called on, not yet bound
         self._diag: bool | None = None  # see _by_name
         self.refused: list[str] = []  # what was refused (most recent last, bounded)
         self.error: str | None = None
@@ -218,7 +222,7 @@ class Gate:
             for fd in self._own.values():
                 os.close(fd)
             self._own.clear()
-            for item in self._pending:
+            for item in self._pending.values():
                 item.close()
             self._pending.clear()
 
@@ -281,9 +285,32 @@ class Gate:
             pending = None
         if pending is not None:
             with self._lock:
-                self._pending.append(pending)
+                kept = self._keep(pending)
+            if not kept:
+                abi.respond(listener, call.id, error=errno.ENOBUFS)
+                return
         # whatever the socket and the address: binding makes a socket only this sandbox has
         abi.respond(listener, call.id, cont=True)
+
+    def _keep(self, pending: Pending) -> bool:
+        """Add ``pending`` (in place of an earlier bind of the same socket); False, with it
+        closed, when MAX_PENDING binds are waiting and none is old enough to drop. Called with
+        the lock held."""
+        earlier = self._pending.pop(pending.ident, None)
+        if earlier is not None:
+            earlier.close()
+        if len(self._pending) >= MAX_PENDING:
+            self._settle()
+            now = time.monotonic()
+            for ident, item in list(self._pending.items()):
+                if now - item.since >= BIND_SETTLE:  # not bound by now: that bind failed
+                    item.close()
+                    del self._pending[ident]
+        if len(self._pending) >= MAX_PENDING:
+            pending.close()
+            return False
+        self._pending[pending.ident] = pending
+        return True
 
     def _by_name(self, sock: int) -> bool:
         """Whether egg lacks SIOCUNIXFILE over the sandbox's sockets (the host's network
@@ -301,11 +328,11 @@ class Gate:
         """Move the sockets that are bound by now to the sandbox's own; whether a bind let
         through less than BIND_SETTLE ago is still unsettled. Called with the lock held."""
         now = time.monotonic()
-        waiting: list[Pending] = []
-        for item in self._pending:
+        waiting: dict[int, Pending] = {}
+        for item in self._pending.values():
             held = self._bound_file(item)
             if held is None and now - item.since < PENDING_TTL:
-                waiting.append(item)
+                waiting[item.ident] = item
                 continue
             item.close()
             if held is None:
@@ -319,7 +346,7 @@ class Gate:
                 continue
             self._own[key] = held
         self._pending = waiting
-        return any(now - item.since < BIND_SETTLE for item in waiting)
+        return any(now - item.since < BIND_SETTLE for item in waiting.values())
 
     def _bound_file(self, item: Pending) -> int | None:
         """The file the socket is bound at (an O_PATH descriptor), or None while it is not."""
@@ -550,10 +577,11 @@ class View:
 class Pending:
     """A socket bind() was let through for, until egg sees the file it is bound at."""
 
-    __slots__ = ("since", "sock", "view")
+    __slots__ = ("ident", "since", "sock", "view")
 
     def __init__(self, sock: int, since: float, view: View | None) -> None:
         self.sock, self.since, self.view = sock, since, view
+        self.ident = os.fstat(sock).st_ino  # the socket itself, however many descriptors
 
     def close(self) -> None:
         os.close(self.sock)
@@ -566,7 +594,7 @@ def _raise_fd_limit() -> None:
     import resource
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = min(hard, max(soft, MAX_OWN + 1024))
+    wanted = min(hard, max(soft, MAX_OWN + 3 * MAX_PENDING + 1024))
     if wanted > soft:
         try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
