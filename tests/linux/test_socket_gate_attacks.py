@@ -245,11 +245,20 @@ def attempt_accept(server: socket.socket) -> bool:
     return True
 
 
-@pytest.mark.parametrize("sockets", ["one", "many"])
+#: what each bind() is called on: one socket, a new socket each time, a file (not a socket)
+BOUND = {
+    "one": "one",
+    "many": "socket.socket(socket.AF_UNIX)",
+    "file": "open('taken.sock.txt', 'wb')",
+}
+
+
+@pytest.mark.parametrize("sockets", list(BOUND))
 def test_binds_that_fail_never_use_up_eggs_descriptors(box: Box, sockets: str) -> None:
     # egg keeps each socket bind() is called on until the bind shows: binds that fail (the
-    # name is taken) left one descriptor each in egg, until egg had none left and every
-    # connect of the sandbox failed (EBADF) — the proxy's too; egg runs here with 4,096
+    # name is taken, the descriptor is no socket) left one descriptor each in egg, until egg
+    # had none left and every connect of the sandbox failed (EBADF) — the proxy's too; egg
+    # runs here with 4,096
     found = box.run(
         "--nofile=4096:4096",
         EGG,
@@ -258,12 +267,13 @@ def test_binds_that_fail_never_use_up_eggs_descriptors(box: Box, sockets: str) -
         PY,
         "-I",
         "-c",
-        PRELUDE + "taken = socket.socket(socket.AF_UNIX); taken.bind('taken.sock')\n"
+        PRELUDE + "import struct\ntaken = socket.socket(socket.AF_UNIX); taken.bind('taken.sock')\n"
         "one = socket.socket(socket.AF_UNIX)\n"
+        "address = struct.pack('=H', socket.AF_UNIX) + b'taken.sock\\0'\n"
         "failed = 0\n"
         "for _ in range(6000):\n"
-        f"    s = {'one' if sockets == 'one' else 'socket.socket(socket.AF_UNIX)'}\n"
-        "    failed += attempt(s.bind, 'taken.sock') != 'ok'\n"
+        f"    s = {BOUND[sockets]}\n"
+        "    failed += libc.bind(s.fileno(), address, len(address)) != 0\n"
         "    if s is not one: s.close()\n"
         "time.sleep(0.5)\n"
         "served = socket.socket(socket.AF_UNIX); served.bind('own.sock'); served.listen(1)\n"

@@ -268,21 +268,7 @@ class Gate:
     # -- bind: let it through, remember the socket
 
     def _on_bind(self, listener: int, call: Notification) -> None:
-        pending = None
-        try:
-            sock = _take_socket(call.pid, call.args[0])
-            if not _unbound_unix(sock):
-                # a socket that has an address already (an accepted one bears its listener's
-                # file; another may come from a host service) fails this bind: its file is
-                # not one the sandbox made
-                os.close(sock)
-            else:
-                # where the binder stands, kept for when egg must find the file by its name
-                # (see _bound_file): the binder may have moved on, or exited, by then
-                view = View.of(call.pid) if self._by_name(sock) else None
-                pending = Pending(sock, time.monotonic(), view)
-        except OSError:
-            pending = None
+        pending = self._pending_of(listener, call)
         if pending is not None:
             with self._lock:
                 kept = self._keep(pending)
@@ -291,6 +277,38 @@ class Gate:
                 return
         # whatever the socket and the address: binding makes a socket only this sandbox has
         abi.respond(listener, call.id, cont=True)
+
+    def _pending_of(self, listener: int, call: Notification) -> Pending | None:
+        """The socket the call binds, to learn its file once bound; None when there is nothing
+        to learn (not a unix socket, or one with an address already: an accepted one bears its
+        listener's file, another may come from a host service; either fails this bind, and its
+        file is not one the sandbox made) or the caller is gone."""
+        try:
+            sock = _take_socket(call.pid, call.args[0])
+        except OSError:
+            return None
+        view = None
+        try:
+            if not _unbound_unix(sock):
+                return None
+            if self._by_name(sock):
+                # where the binder stands, kept for when egg must find the file by its name
+                # (see _bound_file): the binder may have moved on, or exited, by then
+                view = View.of(call.pid)
+            # the pid named the caller only while its call waits: a thread killed meanwhile
+            # frees its number for any process, whose descriptor egg would have taken
+            if not abi.still_waiting(listener, call.id):
+                return None
+            pending = Pending(sock, time.monotonic(), view)
+            sock, view = -1, None
+            return pending
+        except OSError:
+            return None
+        finally:
+            if sock >= 0:
+                os.close(sock)
+            if view is not None:
+                view.close()
 
     def _keep(self, pending: Pending) -> bool:
         """Add ``pending`` (in place of an earlier bind of the same socket); False, with it
@@ -506,12 +524,15 @@ def _tgid(tid: int) -> int:
 
 
 def _unbound_unix(sock: int) -> bool:
-    """Whether ``sock`` is a unix socket with no address yet."""
-    probe = socket.socket(fileno=os.dup(sock))
+    """Whether ``sock`` is a unix socket with no address yet (False for a file: no socket)."""
+    copy = os.dup(sock)
     try:
+        probe = socket.socket(fileno=copy)
+    except OSError:
+        os.close(copy)  # socket() does not take a descriptor it refuses
+        return False
+    with probe:
         return probe.family == AF_UNIX and not probe.getsockname()
-    finally:
-        probe.close()
 
 
 def _read_memory(tid: int, pointer: int, length: int) -> bytes:
