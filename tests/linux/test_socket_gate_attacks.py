@@ -283,3 +283,37 @@ def test_binds_that_fail_never_use_up_eggs_descriptors(box: Box, sockets: str) -
 
     assert found.returncode == 0, found.stderr
     assert found.json() == {"failed": 6000, "own": "ok"}
+
+
+def test_connects_that_never_end_never_use_up_eggs_descriptors(box: Box) -> None:
+    # a blocking connect waits in one of egg's workers (64) or in their queue, holding the
+    # socket and its target there: 2,500 threads connecting to the sandbox's own listener that
+    # never accepts held 5,000 descriptors in egg (4,096 here), and every connect then failed
+    found = box.run(
+        "--nofile=4096:4096",
+        EGG,
+        "exec",
+        "--",
+        PY,
+        "-I",
+        "-c",
+        PRELUDE + "import struct, threading\n"
+        "threading.stack_size(1 << 18)\n"
+        "full = socket.socket(socket.AF_UNIX); full.bind('full.sock'); full.listen(0)\n"
+        "address = struct.pack('=H', socket.AF_UNIX) + b'full.sock\\0'\n"
+        "answers = []\n"
+        "def wait():\n"
+        "    s = socket.socket(socket.AF_UNIX)\n"
+        "    answers.append(libc.connect(s.fileno(), address, len(address)) and ctypes.get_errno())\n"
+        "for _ in range(2500):\n"
+        "    threading.Thread(target=wait, daemon=True).start()\n"
+        "time.sleep(2)\n"
+        "served = socket.socket(socket.AF_UNIX); served.bind('own.sock'); served.listen(1)\n"
+        "report(own=attempt(connect, socket.AF_UNIX, 'own.sock'),"
+        " refused=sorted({errno.errorcode.get(a, a) for a in answers if a}))\n"
+        "os._exit(0)",
+        egg=shutil.which("prlimit") or "prlimit",
+    )
+
+    assert found.returncode == 0, found.stderr
+    assert found.json() == {"own": "ok", "refused": ["EAGAIN"]}

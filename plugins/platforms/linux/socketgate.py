@@ -62,6 +62,9 @@ MAX_OWN = 8192
 MAX_PENDING = 1024
 #: connects carried out at once (the rest wait their turn)
 MAX_WORKERS = 64
+#: connects waiting for a worker; past them a blocking connect is refused (EAGAIN): each holds
+#: two descriptors in egg, and a sandbox's own listener that never accepts keeps them there
+MAX_QUEUED = 512
 #: the gate's descriptor in the child is at or above this
 CHILD_FD_FLOOR = 10
 #: how long a socket just given to bind() may take to show as bound (another thread may connect
@@ -430,7 +433,13 @@ class Gate:
             if view is not None:
                 view.close()
         if os.get_blocking(sock):  # it may take long (a TCP handshake): never in the loop
-            self._workers.submit(lambda: self._connect(listener, call.id, sock, target, address))
+            if not self._workers.submit(
+                lambda: self._connect(listener, call.id, sock, target, address)
+            ):
+                for held in (sock, target):
+                    if held >= 0:
+                        os.close(held)
+                abi.respond(listener, call.id, error=errno.EAGAIN)
         else:
             self._connect(listener, call.id, sock, target, address)
 
@@ -477,16 +486,20 @@ class Workers:
         self._idle = 0
         self._count = 0
 
-    def submit(self, job: Callable[[], None]) -> None:
+    def submit(self, job: Callable[[], None]) -> bool:
+        """Run ``job`` in a worker; False (not run) when MAX_QUEUED jobs wait already."""
         with self._lock:
-            start = self._idle == 0 and self._count < MAX_WORKERS
+            start = self._idle <= 0 and self._count < MAX_WORKERS
             if start:
                 self._count += 1
+            elif self._idle <= -MAX_QUEUED:  # _idle below 0: jobs waiting for a worker
+                return False
             else:
                 self._idle -= 1
         self._jobs.put(job)
         if start:
             threading.Thread(target=self._work, name="egg-socket-gate-worker", daemon=True).start()
+        return True
 
     def _work(self) -> None:
         while True:
