@@ -217,7 +217,7 @@ class LinuxNamespaces(Platform):
 
     def describe(self, launch: Launch) -> dict[str, Any]:
         """The socket gate's answer, for ``egg explain``: which unix sockets the sandbox reaches."""
-        named = [real for real, mode in ruled_paths(launch.policy) if mode in ("rw", "ro")]
+        named, unsafe = named_sockets(launch.policy)
         lines = [
             "every connect() is judged by egg (the socket gate); reachable:",
             "  the sandbox's own sockets (those it binds)",
@@ -225,6 +225,10 @@ class LinuxNamespaces(Platform):
         if launch.policy.network_need not in (NEED_NONE, NEED_FULL) or launch.tools_dir:
             lines.append("  egg's own: the proxy's and the tool server's sockets")
         lines += [f"  {path} (a rule names it)" for path in named if _is_socket(path)]
+        lines += [
+            f"  not {path}: a rule names it, but the sandbox can write its directory"
+            for path in unsafe
+        ]
         lines.append(
             "  abstract names: the sandbox's own network namespace's"
             if launch.policy.network_need != NEED_FULL
@@ -435,8 +439,9 @@ class LinuxNamespaces(Platform):
         """The socket gate for this launch (see :mod:`.linux.socketgate`): loaded in the child
         that becomes bwrap, judging every connect from the moment it exists. The sandbox may
         reach its own sockets, egg's (the proxy's, the tool server's) and any socket an ``rw:``
-        or ``ro:`` rule names exactly — how a user lets a sandbox reach one."""
-        named = [real for real, mode in ruled_paths(policy) if mode in ("rw", "ro")]
+        or ``ro:`` rule names exactly — how a user lets a sandbox reach one (see
+        :func:`named_sockets`)."""
+        named, _ = named_sockets(policy)
         own_dirs = [str(d) for d in (net_dir, launch.tools_dir) if d is not None]
         grants = socketgate.Grants(named, own_dirs)
         gate = socketgate.Gate(gate_filter.programs(launch.egg_home / "cache"), grants)
@@ -496,6 +501,21 @@ class LinuxNamespaces(Platform):
         thread.start()
         prepared.add_cleanup(thread.stop)
         return net_dir
+
+
+def named_sockets(policy: EffectivePolicy) -> tuple[list[str], list[str]]:
+    """The paths ``rw:`` and ``ro:`` rules name whose socket the gate grants, and those it
+    does not: a name in a directory the sandbox can write is the sandbox's to fill (a symlink
+    to a host socket, a hard link of one, a host socket moved there from beside it), and egg
+    finds the socket to grant by that name on the host."""
+    ruled = ruled_paths(policy)
+    writable = pathrules.writable_under(ruled)
+    granted: list[str] = []
+    unsafe: list[str] = []
+    for real, mode in ruled:
+        if mode in ("rw", "ro"):
+            (unsafe if writable(os.path.dirname(real)) else granted).append(real)
+    return granted, [path for path in unsafe if _is_socket(path)]
 
 
 def _is_socket(path: str) -> bool:

@@ -58,8 +58,50 @@ MUTANTS = {
         ],
     ),
     "unix datagram sockets are allowed": (
-        "import egg_plugins.platforms.linux.gate_filter as filters\nfilters.SOCK_DGRAM = 0xE\n",
-        ["tests/linux/test_network.py::test_host_datagram_socket_deep_in_home_is_unreachable"],
+        "import egg_plugins.platforms.linux.gate_filter as filters\n"
+        "filters.UNIX_TYPES = tuple(range(16))\n",
+        [
+            "tests/linux/test_network.py::test_host_datagram_socket_deep_in_home_is_unreachable",
+            "tests/linux/test_socket_gate_attacks.py::"
+            "test_a_raw_unix_socket_is_a_datagram_socket_and_is_refused",
+        ],
+    ),
+    "i386 socketcall(SOCKETPAIR) is let through": (
+        "import egg_plugins.platforms.linux.gate_filter as filters\nfilters.SYS_SOCKETPAIR = 99\n",
+        [
+            "tests/linux/test_socket_gate_attacks.py::"
+            "test_the_i386_socketcall_makes_no_unix_datagram_socket",
+        ],
+    ),
+    "every rule-named socket is granted, wherever it is": (
+        "import egg_plugins.platforms.linux_ns as ns\n"
+        "named = ns.named_sockets\n"
+        "ns.named_sockets = lambda policy: (sum(named(policy), []), [])\n",
+        [
+            "tests/linux/test_socket_gate_attacks.py::"
+            "test_a_rule_named_socket_the_sandbox_could_put_there_grants_nothing",
+        ],
+    ),
+    "a socket with an address is learnt at bind": (
+        "gate._unbound_unix = lambda sock: True\n",
+        [
+            "tests/linux/test_socket_gate_attacks.py::"
+            "test_binding_a_socket_bound_on_the_host_does_not_make_its_file_the_sandboxs",
+        ],
+    ),
+    "binds waiting to show are not bounded": (
+        "gate.MAX_PENDING = 10**9\n",
+        [
+            "tests/linux/test_socket_gate_attacks.py::"
+            "test_binds_that_fail_never_use_up_eggs_descriptors",
+        ],
+    ),
+    "connects waiting for a worker are not bounded": (
+        "gate.MAX_QUEUED = 10**9\n",
+        [
+            "tests/linux/test_socket_gate_attacks.py::"
+            "test_connects_that_never_end_never_use_up_eggs_descriptors",
+        ],
     ),
     "the listener reaches the sandbox": (
         "load = gate.abi.Program.load\n"

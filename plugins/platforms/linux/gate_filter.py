@@ -4,13 +4,16 @@ Two filters, loaded in the child that becomes bubblewrap (so every process of th
 bubblewrap itself, runs under them; see :mod:`.socketgate`):
 
 - the *native* one sends ``connect`` and ``bind`` to egg's supervisor as user notifications
-  (the supervisor holds the listener; without it they fail), and refuses unix datagram sockets
-  (``socket``/``socketpair`` of ``AF_UNIX``, ``SOCK_DGRAM``) with EACCES: a datagram socket names
-  its destination in every ``sendmsg``, in memory a filter cannot read, so it could reach any
-  host socket without a ``connect``;
+  (the supervisor holds the listener; without it they fail), and refuses every unix socket but a
+  stream or seqpacket one (``socket``/``socketpair`` of ``AF_UNIX``) with EACCES: a datagram
+  socket names its destination in every ``sendmsg``, in memory a filter cannot read, so it could
+  reach any host socket without a ``connect`` — and ``SOCK_RAW`` is one too (the kernel makes an
+  ``AF_UNIX``, ``SOCK_RAW`` socket a datagram socket), so the filter names what it lets through,
+  not what it refuses;
 - the *compat* one covers the i386 and x32 ABIs of an x86_64 machine: there ``connect`` and
-  ``bind`` are refused (EPERM) outright, as are datagram unix sockets — the supervisor carries
-  out calls of the native ABI only.
+  ``bind`` are refused (EPERM) outright, as are datagram unix sockets and i386's
+  ``socketcall(SOCKETPAIR)`` (whose arguments are in memory) — the supervisor carries out calls
+  of the native ABI only.
 """
 
 from __future__ import annotations
@@ -23,9 +26,12 @@ if TYPE_CHECKING:  # egg exec's fast path reads the cached filters: nothing more
     from pathlib import Path
 
 AF_UNIX = 1
-SOCK_DGRAM = 2
+#: the unix socket types a sandbox may make: SOCK_STREAM and SOCK_SEQPACKET (whose sends ignore
+#: any address); every other type is refused, SOCK_DGRAM and SOCK_RAW among them
+UNIX_TYPES = (1, 5)
 SOCK_TYPE_MASK = 0xF  # the type without SOCK_NONBLOCK / SOCK_CLOEXEC
-FILTER_VERSION = "1"
+SYS_SOCKETPAIR = 8  # socketcall()'s number for socketpair (linux/net.h)
+FILTER_VERSION = "4"
 
 
 def build(compat: bool) -> bytes | None:
@@ -45,18 +51,25 @@ def build(compat: bool) -> bytes | None:
         refuse = sc.ERRNO(errno.EPERM)
         for name in ("connect", "bind"):
             filt.add_rule(refuse, name)
+        # i386's socketcall(SOCKETPAIR) carries its family and type in memory: libseccomp
+        # compares the rules below with the pointer to them there, so it is refused whole
+        # (socketcall(SOCKET) is, by the sandbox's main filter: seccomp.py)
+        filt.add_rule(sc.ERRNO(errno.EACCES), "socketcall", sc.Arg(0, sc.EQ, SYS_SOCKETPAIR))
     else:
         for name in ("connect", "bind"):
             filt.add_rule(sc.NOTIFY, name)
-    dgram = sc.Arg(1, sc.MASKED_EQ, SOCK_TYPE_MASK, SOCK_DGRAM)
-    unix = sc.Arg(0, sc.EQ, AF_UNIX)
-    for name in ("socket", "socketpair"):
-        try:
-            filt.add_rule(sc.ERRNO(errno.EACCES), name, unix, dgram)
-        except (OSError, ValueError, RuntimeError):
-            # i386 multiplexes these through socketcall, whose arguments are in memory: the
-            # sandbox's main filter refuses socketcall(SOCKET) there (seccomp.py)
+    # the kernel reads the family as an int: compared on its low 32 bits, or 1 << 32 | AF_UNIX
+    # would pass as another family and still make a unix socket
+    unix = sc.Arg(0, sc.MASKED_EQ, 0xFFFFFFFF, AF_UNIX)
+    for kind in range(SOCK_TYPE_MASK + 1):
+        if kind in UNIX_TYPES:
             continue
+        other = sc.Arg(1, sc.MASKED_EQ, SOCK_TYPE_MASK, kind)
+        for name in ("socket", "socketpair"):
+            try:
+                filt.add_rule(sc.ERRNO(errno.EACCES), name, unix, other)
+            except (OSError, ValueError, RuntimeError):
+                continue  # not a system call of this architecture
     with tempfile.TemporaryFile() as handle:
         filt.export_bpf(handle)
         handle.seek(0)
@@ -66,7 +79,7 @@ def build(compat: bool) -> bytes | None:
 def cache_key() -> str:
     import hashlib
 
-    text = f"{FILTER_VERSION}|{os.uname().machine}|{AF_UNIX}|{SOCK_DGRAM}"
+    text = f"{FILTER_VERSION}|{os.uname().machine}|{AF_UNIX}|{UNIX_TYPES}"
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

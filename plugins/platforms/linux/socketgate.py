@@ -19,7 +19,8 @@ ABI stop in the kernel and wait for egg (a seccomp user notification). egg
   held open so that nothing can be swapped between the check and the connect;
 - lets it through only when that file is **one this sandbox bound** (every ``bind`` is seen:
   egg keeps the file of each socket it bound, ``SIOCUNIXFILE``) or **one egg grants** (the
-  proxy's and tool server's sockets, a socket an ``rw:``/``ro:`` rule names exactly);
+  proxy's and tool server's sockets, a socket an ``rw:``/``ro:`` rule names exactly in a
+  directory the sandbox cannot write: ``linux_ns.named_sockets``);
 - and then connects the caller's own socket itself (``pidfd_getfd`` gives the same socket, not a
   copy) to that file, through ``/proc/self/fd/N``: what the caller's memory says afterwards does
   not matter. Other addresses (TCP through the network namespace, abstract unix names, which
@@ -55,8 +56,15 @@ if TYPE_CHECKING:
     from .gate_abi import Notification
 
 MAX_OWN = 8192
+#: sockets bind() was let through for whose bind has not shown yet (one each, however often it
+#: is called on one socket); when full, those older than BIND_SETTLE are dropped, then binds are
+#: refused (ENOBUFS): binds that fail would otherwise hold a descriptor each in egg
+MAX_PENDING = 1024
 #: connects carried out at once (the rest wait their turn)
 MAX_WORKERS = 64
+#: connects waiting for a worker; past them a blocking connect is refused (EAGAIN): each holds
+#: two descriptors in egg, and a sandbox's own listener that never accepts keeps them there
+MAX_QUEUED = 512
 #: the gate's descriptor in the child is at or above this
 CHILD_FD_FLOOR = 10
 #: how long a socket just given to bind() may take to show as bound (another thread may connect
@@ -137,7 +145,7 @@ class Gate:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._own: dict[Key, int] = {}  # socket file -> an O_PATH descriptor holding it
-        self._pending: list[Pending] = []  # sockets bind() was called on, not yet bound
+        self._pending: dict[int, Pending] = {}  # sockets bind() was called on, not yet bound
         self._diag: bool | None = None  # see _by_name
         self.refused: list[str] = []  # what was refused (most recent last, bounded)
         self.error: str | None = None
@@ -217,7 +225,7 @@ class Gate:
             for fd in self._own.values():
                 os.close(fd)
             self._own.clear()
-            for item in self._pending:
+            for item in self._pending.values():
                 item.close()
             self._pending.clear()
 
@@ -263,23 +271,67 @@ class Gate:
     # -- bind: let it through, remember the socket
 
     def _on_bind(self, listener: int, call: Notification) -> None:
-        pending = None
-        try:
-            sock = _take_socket(call.pid, call.args[0])
-            if _family(sock) != AF_UNIX:
-                os.close(sock)
-            else:
-                # where the binder stands, kept for when egg must find the file by its name
-                # (see _bound_file): the binder may have moved on, or exited, by then
-                view = View.of(call.pid) if self._by_name(sock) else None
-                pending = Pending(sock, time.monotonic(), view)
-        except OSError:
-            pending = None
+        pending = self._pending_of(listener, call)
         if pending is not None:
             with self._lock:
-                self._pending.append(pending)
+                kept = self._keep(pending)
+            if not kept:
+                abi.respond(listener, call.id, error=errno.ENOBUFS)
+                return
         # whatever the socket and the address: binding makes a socket only this sandbox has
         abi.respond(listener, call.id, cont=True)
+
+    def _pending_of(self, listener: int, call: Notification) -> Pending | None:
+        """The socket the call binds, to learn its file once bound; None when there is nothing
+        to learn (not a unix socket, or one with an address already: an accepted one bears its
+        listener's file, another may come from a host service; either fails this bind, and its
+        file is not one the sandbox made) or the caller is gone."""
+        try:
+            sock = _take_socket(call.pid, call.args[0])
+        except OSError:
+            return None
+        view = None
+        try:
+            if not _unbound_unix(sock):
+                return None
+            if self._by_name(sock):
+                # where the binder stands, kept for when egg must find the file by its name
+                # (see _bound_file): the binder may have moved on, or exited, by then
+                view = View.of(call.pid)
+            # the pid named the caller only while its call waits: a thread killed meanwhile
+            # frees its number for any process, whose descriptor egg would have taken
+            if not abi.still_waiting(listener, call.id):
+                return None
+            pending = Pending(sock, time.monotonic(), view)
+            sock, view = -1, None
+            return pending
+        except OSError:
+            return None
+        finally:
+            if sock >= 0:
+                os.close(sock)
+            if view is not None:
+                view.close()
+
+    def _keep(self, pending: Pending) -> bool:
+        """Add ``pending`` (in place of an earlier bind of the same socket); False, with it
+        closed, when MAX_PENDING binds are waiting and none is old enough to drop. Called with
+        the lock held."""
+        earlier = self._pending.pop(pending.ident, None)
+        if earlier is not None:
+            earlier.close()
+        if len(self._pending) >= MAX_PENDING:
+            self._settle()
+            now = time.monotonic()
+            for ident, item in list(self._pending.items()):
+                if now - item.since >= BIND_SETTLE:  # not bound by now: that bind failed
+                    item.close()
+                    del self._pending[ident]
+        if len(self._pending) >= MAX_PENDING:
+            pending.close()
+            return False
+        self._pending[pending.ident] = pending
+        return True
 
     def _by_name(self, sock: int) -> bool:
         """Whether egg lacks SIOCUNIXFILE over the sandbox's sockets (the host's network
@@ -297,11 +349,11 @@ class Gate:
         """Move the sockets that are bound by now to the sandbox's own; whether a bind let
         through less than BIND_SETTLE ago is still unsettled. Called with the lock held."""
         now = time.monotonic()
-        waiting: list[Pending] = []
-        for item in self._pending:
+        waiting: dict[int, Pending] = {}
+        for item in self._pending.values():
             held = self._bound_file(item)
             if held is None and now - item.since < PENDING_TTL:
-                waiting.append(item)
+                waiting[item.ident] = item
                 continue
             item.close()
             if held is None:
@@ -315,7 +367,7 @@ class Gate:
                 continue
             self._own[key] = held
         self._pending = waiting
-        return any(now - item.since < BIND_SETTLE for item in waiting)
+        return any(now - item.since < BIND_SETTLE for item in waiting.values())
 
     def _bound_file(self, item: Pending) -> int | None:
         """The file the socket is bound at (an O_PATH descriptor), or None while it is not."""
@@ -381,7 +433,13 @@ class Gate:
             if view is not None:
                 view.close()
         if os.get_blocking(sock):  # it may take long (a TCP handshake): never in the loop
-            self._workers.submit(lambda: self._connect(listener, call.id, sock, target, address))
+            if not self._workers.submit(
+                lambda: self._connect(listener, call.id, sock, target, address)
+            ):
+                for held in (sock, target):
+                    if held >= 0:
+                        os.close(held)
+                abi.respond(listener, call.id, error=errno.EAGAIN)
         else:
             self._connect(listener, call.id, sock, target, address)
 
@@ -428,16 +486,20 @@ class Workers:
         self._idle = 0
         self._count = 0
 
-    def submit(self, job: Callable[[], None]) -> None:
+    def submit(self, job: Callable[[], None]) -> bool:
+        """Run ``job`` in a worker; False (not run) when MAX_QUEUED jobs wait already."""
         with self._lock:
-            start = self._idle == 0 and self._count < MAX_WORKERS
+            start = self._idle <= 0 and self._count < MAX_WORKERS
             if start:
                 self._count += 1
+            elif self._idle <= -MAX_QUEUED:  # _idle below 0: jobs waiting for a worker
+                return False
             else:
                 self._idle -= 1
         self._jobs.put(job)
         if start:
             threading.Thread(target=self._work, name="egg-socket-gate-worker", daemon=True).start()
+        return True
 
     def _work(self) -> None:
         while True:
@@ -474,12 +536,16 @@ def _tgid(tid: int) -> int:
     return tid
 
 
-def _family(sock: int) -> int:
-    probe = socket.socket(fileno=os.dup(sock))
+def _unbound_unix(sock: int) -> bool:
+    """Whether ``sock`` is a unix socket with no address yet (False for a file: no socket)."""
+    copy = os.dup(sock)
     try:
-        return int(probe.family)
-    finally:
-        probe.close()
+        probe = socket.socket(fileno=copy)
+    except OSError:
+        os.close(copy)  # socket() does not take a descriptor it refuses
+        return False
+    with probe:
+        return probe.family == AF_UNIX and not probe.getsockname()
 
 
 def _read_memory(tid: int, pointer: int, length: int) -> bytes:
@@ -545,10 +611,11 @@ class View:
 class Pending:
     """A socket bind() was let through for, until egg sees the file it is bound at."""
 
-    __slots__ = ("since", "sock", "view")
+    __slots__ = ("ident", "since", "sock", "view")
 
     def __init__(self, sock: int, since: float, view: View | None) -> None:
         self.sock, self.since, self.view = sock, since, view
+        self.ident = os.fstat(sock).st_ino  # the socket itself, however many descriptors
 
     def close(self) -> None:
         os.close(self.sock)
@@ -561,7 +628,7 @@ def _raise_fd_limit() -> None:
     import resource
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = min(hard, max(soft, MAX_OWN + 1024))
+    wanted = min(hard, max(soft, MAX_OWN + 3 * MAX_PENDING + 1024))
     if wanted > soft:
         try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
