@@ -13,8 +13,8 @@ test-network``) it has no effect.
 from __future__ import annotations
 
 import asyncio
-import os
 
+from egg_core import observe
 from egg_core.hookspecs import hookimpl
 from egg_core.loopback import is_loopback
 from egg_core.netproxy import NetworkTransport
@@ -49,5 +49,7 @@ def transport(raw: str) -> NetworkTransport:
 
 @hookimpl
 def egg_network_transport() -> NetworkTransport | None:
-    raw = os.environ.get(SEAM_ENV)
+    # read through observe: egg exec's cache keys on it (a launch with the seam is not cached,
+    # so one cached without it must not be used once it is set)
+    raw = observe.getenv(SEAM_ENV, "")
     return transport(raw) if raw else None
