@@ -62,7 +62,7 @@ AGENT_HIT = PLAIN_HIT | {
     "select",  # the proxy child waiting for a first connection (in the child)
 }
 #: the platform's socket-table facts, which are going away (host-socket masking is replaced by
-#: a connect()-time check): what importing them pulls in is not counted while they exist
+#: a connect()-time check): what a hit imports while importing them is not counted meanwhile
 SOCKET_CHECKERS = ("egg_plugins.platforms.linux.hostsockets",)
 
 
@@ -77,13 +77,34 @@ def imported(work: Path, env: dict[str, str], *args: str) -> subprocess.Complete
     )
 
 
+def import_lines(stderr: str) -> list[tuple[int, str]]:
+    """(depth, module) of each line ``-X importtime`` wrote (each process's: a forked child's
+    too), in its order: a module's own imports come right before it, one level deeper."""
+    found = []
+    for line in stderr.splitlines():
+        if line.startswith("import time:") and not line.endswith("imported package"):
+            field = line.split("|", 2)[2]
+            found.append(((len(field) - len(field.lstrip()) - 1) // 2, field.strip()))
+    return found
+
+
 def modules(stderr: str) -> set[str]:
-    """The modules ``-X importtime`` reports (each process's: a forked child's too)."""
-    return {
-        line.rsplit("|", 1)[1].strip()
-        for line in stderr.splitlines()
-        if line.startswith("import time:") and not line.endswith("imported package")
-    }
+    return {name for _, name in import_lines(stderr)}
+
+
+def imported_by(stderr: str, roots: tuple[str, ...]) -> set[str]:
+    """``roots`` and every module imported while one of them was (its subtree)."""
+    lines = import_lines(stderr)
+    found = set()
+    for index, (depth, name) in enumerate(lines):
+        if name not in roots:
+            continue
+        found.add(name)
+        below = index - 1
+        while below >= 0 and lines[below][0] > depth:
+            found.add(lines[below][1])
+            below -= 1
+    return found
 
 
 def startup(work: Path, env: dict[str, str], code: str = "pass") -> set[str]:
@@ -97,15 +118,6 @@ def startup(work: Path, env: dict[str, str], code: str = "pass") -> set[str]:
     )
     assert result.returncode == 0, result.stderr
     return modules(result.stderr)
-
-
-def not_counted(work: Path, env: dict[str, str]) -> set[str]:
-    """The interpreter's own start, and what the socket checkers import while they exist."""
-    base = startup(work, env)
-    for name in SOCKET_CHECKERS:
-        if importlib.util.find_spec(name) is not None:
-            base |= startup(work, env, f"import {name}")
-    return base
 
 
 @pytest.mark.parametrize(
@@ -127,7 +139,8 @@ def test_a_hit_imports_only_the_modules_it_needs(cache_workspace, options, allow
         assert not own_miss(reasons[-1], work, env), reasons
     else:
         raise AssertionError(f"no hit: {reasons}")
-    new = modules(result.stderr) - not_counted(work, env)
+    # the interpreter's own start, and what the socket checkers import while they exist
+    new = modules(result.stderr) - startup(work, env) - imported_by(result.stderr, SOCKET_CHECKERS)
     unexpected = sorted(new - allowed - SHA256 - DEBUG)
     assert not unexpected, f"a hit imports modules it did not before: {unexpected}"
     assert len(new & SHA256) == 1
