@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -135,20 +137,38 @@ def test_the_network_seam_is_part_of_the_key_and_never_cached(cache_workspace) -
 def test_the_proxy_child_ends_with_the_launch(cache_workspace) -> None:
     work, env = cache_workspace
     egg, child = _running_hit(work, env)
-    egg.communicate("x", timeout=30)  # the command reads one byte and ends
-    assert egg.returncode == 0
-    assert not _alive(child)
+    try:
+        egg.communicate("x", timeout=30)  # the command reads one byte and ends
+        assert egg.returncode == 0
+        assert not _alive(child)
+    finally:
+        _end(egg, child)
 
 
 def test_the_proxy_child_ends_when_egg_is_killed(cache_workspace) -> None:
     work, env = cache_workspace
     egg, child = _running_hit(work, env)
-    egg.kill()
-    egg.communicate(timeout=30)
-    deadline = time.monotonic() + 10
-    while _alive(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(child)
+    try:
+        egg.kill()
+        egg.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(child)
+    finally:
+        _end(egg, child)
+
+
+def _end(egg: subprocess.Popen[str], child: int) -> None:
+    """Leave nothing running, whatever the test found."""
+    if _alive(child):
+        os.kill(child, signal.SIGKILL)
+    if egg.poll() is None:
+        egg.kill()
+    egg.wait(timeout=30)
+    for pipe in (egg.stdin, egg.stderr):
+        if pipe is not None:
+            pipe.close()
 
 
 #: the command of the launches above: it waits for one byte on its stdin
