@@ -136,18 +136,18 @@ def test_the_network_seam_is_part_of_the_key_and_never_cached(cache_workspace) -
 
 def test_the_proxy_child_ends_with_the_launch(cache_workspace) -> None:
     work, env = cache_workspace
-    egg, child = _running_hit(work, env)
+    egg, child, tree = _running_hit(work, env)
     try:
         egg.communicate("x", timeout=30)  # the command reads one byte and ends
         assert egg.returncode == 0
         assert not _alive(child)
     finally:
-        _end(egg, child)
+        _end(egg, tree)
 
 
 def test_the_proxy_child_ends_when_egg_is_killed(cache_workspace) -> None:
     work, env = cache_workspace
-    egg, child = _running_hit(work, env)
+    egg, child, tree = _running_hit(work, env)
     try:
         egg.kill()
         egg.wait(timeout=30)
@@ -156,28 +156,16 @@ def test_the_proxy_child_ends_when_egg_is_killed(cache_workspace) -> None:
             time.sleep(0.05)
         assert not _alive(child)
     finally:
-        _end(egg, child)
-
-
-def _end(egg: subprocess.Popen[str], child: int) -> None:
-    """Leave nothing running, whatever the test found."""
-    if _alive(child):
-        os.kill(child, signal.SIGKILL)
-    if egg.poll() is None:
-        egg.kill()
-    egg.wait(timeout=30)
-    for pipe in (egg.stdin, egg.stderr):
-        if pipe is not None:
-            pipe.close()
+        _end(egg, tree)
 
 
 #: the command of the launches above: it waits for one byte on its stdin
-WAITING = ("head", "-c1")
+WAITING = ["head", "-c1"]
 
 
-def _running_hit(work: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], int]:
-    """A cached ``egg exec --agent claude -- head -c1`` running, and the pid of its proxy
-    child (the child of egg that is not bwrap)."""
+def _running_hit(work: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], int, list[int]]:
+    """A cached ``egg exec --agent claude -- head -c1`` whose command is running, the pid of
+    its proxy child (the child of egg that is not bwrap), and every process under egg."""
     options = ["--agent", "claude"]
     egg_exec(work, env, *WAITING, options=options)  # stdin is empty: it ends at once
     for _ in range(5):
@@ -190,17 +178,31 @@ def _running_hit(work: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str]
             text=True,
         )
         deadline = time.monotonic() + 10
-        mine: list[int] = []
-        while time.monotonic() < deadline and not mine:
+        tree: list[int] = []
+        while time.monotonic() < deadline and not any(_cmdline(p) == WAITING for p in tree):
             time.sleep(0.05)
-            mine = [pid for pid in _children(egg.pid) if _cmdline(pid)[:1] == [sys.executable]]
+            tree = _descendants(egg.pid)
+        mine = [pid for pid in _children(egg.pid) if _cmdline(pid)[:1] == [sys.executable]]
         if mine:
-            return egg, mine[0]
+            return egg, mine[0], tree
         # a miss (the shared host changed under the test): the full path serves the proxy
         # from a thread; the next call is a hit
         _, said = egg.communicate("x", timeout=30)
         assert not hit(subprocess.CompletedProcess([], 0, "", said)), said
     raise AssertionError("no cached launch with a proxy child")
+
+
+def _end(egg: subprocess.Popen[str], tree: list[int]) -> None:
+    """Leave nothing running, whatever the test found."""
+    if egg.poll() is None:
+        egg.kill()
+    egg.wait(timeout=30)
+    for pid in tree:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    for pipe in (egg.stdin, egg.stderr):
+        if pipe is not None:
+            pipe.close()
 
 
 def _children(pid: int) -> list[int]:
@@ -209,6 +211,13 @@ def _children(pid: int) -> list[int]:
             return [int(p) for p in handle.read().split()]
     except OSError:
         return []
+
+
+def _descendants(pid: int) -> list[int]:
+    found = []
+    for child in _children(pid):
+        found += [child, *_descendants(child)]
+    return found
 
 
 def _cmdline(pid: int) -> list[str]:
