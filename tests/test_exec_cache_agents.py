@@ -138,9 +138,12 @@ def test_the_proxy_child_ends_with_the_launch(cache_workspace) -> None:
     work, env = cache_workspace
     egg, child, tree = _running_hit(work, env)
     try:
-        egg.communicate("x", timeout=30)  # the command reads one byte and ends
-        assert egg.returncode == 0
-        assert not _alive(child)
+        assert egg.stdin is not None
+        egg.stdin.write("x")  # the command reads one byte and ends
+        egg.stdin.close()
+        assert egg.wait(timeout=30) == 0
+        # egg killed and reaped it before it exited: not even a zombie is left
+        assert not os.path.exists(f"/proc/{child}")
     finally:
         _end(egg, tree)
 
