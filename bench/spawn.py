@@ -105,7 +105,7 @@ def main() -> None:
             once(RAW, env, work)
             once(command, cold, work)
             for argv in hits.values():
-                once(argv, debug, work)
+                cached_once(argv, debug, work)
         raw: list[float] = []
         uncached: list[float] = []
         cached: dict[str, list[float]] = {name: [] for name in hits}
