@@ -22,8 +22,14 @@ import pytest
 from tests.test_exec_cache import cached_call, egg_exec, hit, miss_reason, own_miss
 
 ROOT = Path(__file__).resolve().parent.parent
+#: says which modules were loaded when the process ends: ``-X importtime`` does not see those
+#: ``importlib.import_module`` imports (only the imports they make)
+AT_EXIT = (
+    "import atexit, sys; atexit.register(lambda: sys.stderr.write("
+    "'loaded at exit: ' + ' '.join(sorted(sys.modules)) + '\\n')); "
+)
 #: what the ``egg`` console script runs
-ENTRY = "import sys; from egg_core.cli import main; sys.exit(main())"
+ENTRY = AT_EXIT + "from egg_core.cli import main; sys.exit(main())"
 
 #: a hit of ``egg exec -- CMD``, beyond what the interpreter imports to start
 PLAIN_HIT = {
@@ -89,7 +95,12 @@ def import_lines(stderr: str) -> list[tuple[int, str]]:
 
 
 def modules(stderr: str) -> set[str]:
-    return {name for _, name in import_lines(stderr)}
+    """What the process (and a forked child) imported, by both accounts."""
+    found = {name for _, name in import_lines(stderr)}
+    for line in stderr.splitlines():
+        if line.startswith("loaded at exit: "):
+            found.update(line.removeprefix("loaded at exit: ").split())
+    return found
 
 
 def imported_by(stderr: str, roots: tuple[str, ...]) -> set[str]:
@@ -109,7 +120,7 @@ def imported_by(stderr: str, roots: tuple[str, ...]) -> set[str]:
 
 def startup(work: Path, env: dict[str, str], code: str = "pass") -> set[str]:
     result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-P", "-c", code],
+        [sys.executable, "-X", "importtime", "-P", "-c", AT_EXIT + code],
         cwd=work,
         env=env,
         capture_output=True,
