@@ -59,10 +59,16 @@ def bind(path: str) -> int:
 def start(rules: dict[str, Any], proxy_fd: int, port_fds: dict[int, int], log: str | None) -> Any:
     """Fork the child serving ``proxy_fd`` (the proxy) and ``port_fds`` (forwards of local
     ports) under ``rules`` (``NetworkRules``' fields), logging decisions to ``log``; the
-    descriptors are the child's from then on. Returns what :func:`stop` takes."""
+    descriptors are the child's from then on (OSError, and they are still the caller's, when
+    no child could be made). Returns what :func:`stop` takes."""
     lifeline, keep_alive = os.pipe()
     served = [proxy_fd, *port_fds.values()]
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(lifeline)
+        os.close(keep_alive)
+        raise
     if pid == 0:  # pragma: no cover - the child (the tests see it serve, and end)
         code = 1
         try:

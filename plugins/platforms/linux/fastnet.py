@@ -43,11 +43,11 @@ def run(entry: dict[str, Any], env: dict[str, str]) -> int | None:
         for port, name in network["ports"].items():
             port_fds[port] = netchild.bind(os.path.join(net_dir, name))
             fds.append(port_fds[port])
+        child = netchild.start(network["rules"], proxy_fd, port_fds, log)
     except OSError:
         for fd in fds:
             os.close(fd)
         return None
-    child = netchild.start(network["rules"], proxy_fd, port_fds, log)
     try:
         old = network["net_dir"]
         argv = [net_dir if arg == old else arg for arg in entry["argv"]]
