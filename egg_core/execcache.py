@@ -21,9 +21,8 @@ Launches with helpers other than the network proxy are not cached (no cgroups, n
 the cached recipe is an argv, an environment recipe (names to copy from the current environment,
 and constant defaults — never a copied value), files to open, placeholders to remove afterwards,
 and for an allowlisted network the proxy's rules (its runner serves them from a child process:
-:mod:`egg_core.netchild`). The cache lives in
-``$EGG_HOME/cache/exec``, which no sandbox can see. ``EGG_EXEC_CACHE=0`` turns it off;
-``EGG_EXEC_CACHE=debug`` says why a call missed.
+:mod:`egg_core.netchild`). The cache lives in ``$EGG_HOME/cache/exec``, which no sandbox can
+see. ``EGG_EXEC_CACHE=0`` turns it off; ``EGG_EXEC_CACHE=debug`` says why a call missed.
 
 This module imports only C-level standard modules: it runs before anything else is loaded.
 """
