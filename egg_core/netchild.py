@@ -8,11 +8,11 @@ binds the proxy's sockets itself (:func:`bind`, with the C-level ``_socket``), a
 them: a command that never uses the network (``egg exec --agent claude -- true``) costs a fork,
 and the first connection waits in the socket's backlog while the proxy loads.
 
-The child lives exactly as long as its launch: :func:`stop` kills and reaps it, and should the
-parent die first (SIGKILL), the *lifeline* — a pipe only the parent holds open for writing —
-reads end-of-file and the child exits. The terminal's Ctrl-C and Ctrl-\\ are ignored in it, as
-egg itself ignores them while a sandbox runs. It never reads the terminal (stdin and stdout
-are ``/dev/null``); its stderr stays egg's, as the full path's proxy thread's is.
+The child lives exactly as long as its launch: :func:`stop` kills it (egg reaps it before it
+exits), and should egg die first (SIGKILL), the *lifeline* — a pipe only egg holds open for
+writing — reads end-of-file and the child exits. The terminal's Ctrl-C and Ctrl-\\ are ignored
+in it, as egg itself ignores them while a sandbox runs. It never reads the terminal (stdin and
+stdout are ``/dev/null``); its stderr stays egg's, as the full path's proxy thread's is.
 
 This module imports only C-level standard modules until the child starts serving.
 """
@@ -86,13 +86,21 @@ def start(rules: dict[str, Any], proxy_fd: int, port_fds: dict[int, int], log: s
 
 
 def stop(handle: Any) -> None:
-    """End the child (the sandbox it served is gone) and reap it."""
+    """End the child (the sandbox it served is gone); it is reaped when egg exits, so that its
+    teardown (an address space shared copy-on-write with egg's: a few milliseconds) overlaps
+    what egg still does after the run, instead of delaying it."""
     pid, keep_alive = handle
     os.close(keep_alive)
     try:
         os.kill(pid, signal.SIGKILL)
     except OSError:
-        pass
+        return
+    import atexit
+
+    atexit.register(_reap, pid)
+
+
+def _reap(pid: int) -> None:
     while True:
         try:
             os.waitpid(pid, 0)
