@@ -104,7 +104,8 @@ def modules(stderr: str) -> set[str]:
 
 
 def imported_by(stderr: str, roots: tuple[str, ...]) -> set[str]:
-    """``roots`` and every module imported while one of them was (its subtree)."""
+    """``roots`` and every module imported while one of them was (its subtree), with the
+    submodules those registered themselves (``importlib`` adds ``importlib._bootstrap``)."""
     lines = import_lines(stderr)
     found = set()
     for index, (depth, name) in enumerate(lines):
@@ -115,6 +116,11 @@ def imported_by(stderr: str, roots: tuple[str, ...]) -> set[str]:
         while below >= 0 and lines[below][0] > depth:
             found.add(lines[below][1])
             below -= 1
+    reported = {name for _, name in lines}
+    for name in modules(stderr) - reported:
+        parts = name.split(".")
+        if any(".".join(parts[:n]) in found for n in range(1, len(parts))):
+            found.add(name)
     return found
 
 
