@@ -31,8 +31,13 @@ CHECKER_PREFIXES = ("egg_core.", "egg_plugins.")
 
 
 def sha256_hex(data: bytes) -> str:
-    try:
-        from _sha256 import sha256  # type: ignore[import-not-found]
+    import sys
+
+    try:  # the C module alone: hashlib costs the fast path milliseconds
+        if sys.version_info >= (3, 12):
+            from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore]
+        else:
+            from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
     except ImportError:  # pragma: no cover - other Python builds
         from hashlib import sha256
     return str(sha256(data).hexdigest())
@@ -159,6 +164,13 @@ def _check_custom(subject: Any) -> Any:
     module_name, _, function = str(checker).partition(":")
     if not module_name.startswith(CHECKER_PREFIXES):
         return object()  # never equal: not a checker egg would have recorded
-    import importlib
+    return getattr(module(module_name), function)(*args)
 
-    return getattr(importlib.import_module(module_name), function)(*args)
+
+def module(name: str) -> Any:
+    """The module ``name``, imported if need be (``__import__``: ``importlib`` itself would
+    cost the fast path an import of its own)."""
+    import sys
+
+    __import__(name)
+    return sys.modules[name]

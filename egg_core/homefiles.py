@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import stat
 
-from egg_core import observe, pathrules
 from egg_core.safeio import read_regular, write_new
 
 TYPE_CHECKING = False
@@ -42,6 +41,8 @@ def to_stage(policy: EffectivePolicy) -> list[str]:
     (jail mode hides it; ``rw: ~`` already lets the agent write there), and only regular files
     or missing ones (a symlinked ``~/.claude.json`` is the user's dotfile layout: it stays bound
     where it points, as before)."""
+    from egg_core import observe, pathrules  # the decision's, not the exec cache's (stage)
+
     if not policy.home_files or policy.jail:
         return []
     ruled = pathrules.mounted_rules((e.path, e.mode) for e in policy.fs)

@@ -176,25 +176,27 @@ class FilteringProxy:
     async def start(self, proxy_socket: Path, port_sockets: dict[int, Path]) -> None:
         from egg_core.paths import bound_unix_socket
 
-        self._servers.append(
-            await asyncio.start_unix_server(
-                self._bounded(self._handle_proxy), sock=bound_unix_socket(proxy_socket)
-            )
+        await self.serve(
+            bound_unix_socket(proxy_socket),
+            {port: bound_unix_socket(path) for port, path in port_sockets.items()},
         )
-        for port, path in port_sockets.items():
+        for path in [proxy_socket, *port_sockets.values()]:
+            os.chmod(path, 0o600)
+
+    async def serve(self, proxy: socket.socket, ports: dict[int, socket.socket]) -> None:
+        """Serve the proxy on ``proxy`` and each local port's forward on its socket, all bound
+        already (egg exec's cache binds them before the sandbox starts: egg_core.netchild)."""
+        self._servers.append(
+            await asyncio.start_unix_server(self._bounded(self._handle_proxy), sock=proxy)
+        )
+        for port, sock in ports.items():
 
             async def forward(
                 r: asyncio.StreamReader, w: asyncio.StreamWriter, p: int = port
             ) -> None:
                 await self._handle_forward(r, w, p)
 
-            self._servers.append(
-                await asyncio.start_unix_server(
-                    self._bounded(forward), sock=bound_unix_socket(path)
-                )
-            )
-        for path in [proxy_socket, *port_sockets.values()]:
-            os.chmod(path, 0o600)
+            self._servers.append(await asyncio.start_unix_server(self._bounded(forward), sock=sock))
 
     async def start_tcp(self, host: str, port: int = 0) -> int:
         """Serve the proxy on a TCP address; return the bound port (``port=0``: a free one).

@@ -394,7 +394,7 @@ def _save(directory: str, manifest: dict[str, Any]) -> None:
 def _load(directory: str) -> dict[str, Any] | None:
     try:
         with open(os.path.join(directory, MANIFEST), "rb") as handle:
-            data = marshal.load(handle)
+            data = marshal.loads(handle.read())  # whole: marshal.load reads piece by piece
     except FileNotFoundError:
         return _load_legacy(directory)
     except (OSError, EOFError, ValueError, TypeError):

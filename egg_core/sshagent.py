@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from egg_core import observe
+from egg_core.agentsockets import live_sockets
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -38,22 +39,13 @@ def ssh_agent_socket_paths(environ: Mapping[str, str], home: Path) -> list[str]:
     return list(found)
 
 
-#: the exec cache's checker of the fact above
-CHECKER = "egg_core.sshagent:live_sockets"
-
-
-def live_sockets(sock: str | None, patterns: tuple[str, ...]) -> tuple[str, ...]:
-    """The existing paths among ``sock`` and the matches of ``patterns``, sorted."""
-    import glob
-
-    found: set[str] = {sock} if sock else set()
-    for pattern in patterns:
-        found.update(glob.glob(pattern))
-    return tuple(sorted(p for p in found if os.path.lexists(p)))
+#: the exec cache's checker of the fact above (a module of the standard library alone)
+CHECKER = "egg_core.agentsockets:live_sockets"
 
 
 def ssh_agent_socket_patterns(environ: Mapping[str, str], home: Path) -> list[str]:
-    """Where ssh agents usually put their socket (glob patterns)."""
+    """Where ssh agents usually put their socket (patterns in which only ``*`` is a wildcard: see
+    :mod:`egg_core.agentsockets`)."""
     runtime = environ.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid()}"
     return [
         "/tmp/ssh-*/agent.*",

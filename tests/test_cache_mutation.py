@@ -25,7 +25,11 @@ def test_every_fact_check_test_fails_when_fact_checking_is_disabled(tmp_path: Pa
     mutant = tmp_path / "mutant"
     mutant.mkdir()
     (mutant / "sitecustomize.py").write_text(MUTANT)
-    files = ["tests/test_exec_cache.py", "tests/test_exec_cache_facts.py"]
+    files = [
+        "tests/test_exec_cache.py",
+        "tests/test_exec_cache_facts.py",
+        "tests/test_exec_cache_agents.py",
+    ]
     pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "fact_check"]
     collected = subprocess.run(
         [*pytest, "--collect-only", *files],

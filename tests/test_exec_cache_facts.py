@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_exec_cache import egg_exec, hit
+from tests.test_exec_cache import cached_call, egg_exec
 
 
 def miss(result: subprocess.CompletedProcess[str], because: str) -> bool:
@@ -27,10 +27,9 @@ def miss(result: subprocess.CompletedProcess[str], because: str) -> bool:
 
 
 def cached(work: Path, env: dict[str, str], *command: str) -> None:
-    """Run twice: the second call must come from the cache."""
+    """Run until a call comes from the cache (see :func:`cached_call`)."""
     egg_exec(work, env, *command)
-    second = egg_exec(work, env, *command)
-    assert hit(second), second.stderr
+    cached_call(work, env, *command)
 
 
 # -- "i": what a path is ---------------------------------------------------------------------------
@@ -53,7 +52,7 @@ def test_identity_writing_into_a_resolved_file_is_a_hit(cache_workspace):
     (work / "vault").write_text("a file for now")
     cached(work, env, "true")
     (work / "vault").write_text("other words, same file")
-    assert hit(egg_exec(work, env, "true"))
+    cached_call(work, env, "true")
 
 
 @pytest.mark.fact_check
@@ -87,7 +86,7 @@ def test_contents_a_file_egg_never_read_rewritten_is_a_hit(cache_workspace):
     (work / "notes.txt").write_text("one")
     cached(work, env, "true")
     (work / "notes.txt").write_text("two, longer")
-    assert hit(egg_exec(work, env, "true"))
+    cached_call(work, env, "true")
 
 
 # -- "l": what a directory lists ---------------------------------------------------------------------
@@ -109,7 +108,7 @@ def test_listing_an_entry_replaced_by_one_of_the_same_name_and_kind_is_a_hit(cac
     cached(work, env, "true")
     (work / "data.txt").unlink()
     (work / "data.txt").write_text("again")  # the directory changed; its names and kinds did not
-    assert hit(egg_exec(work, env, "true"))
+    cached_call(work, env, "true")
 
 
 # -- "s": a placeholder ------------------------------------------------------------------------------
@@ -121,7 +120,7 @@ def test_seed_a_placeholder_left_by_a_crashed_run_is_a_hit(cache_workspace):
     cached(work, env, "true")
     # what the placeholder holds: the same launch (and the workspace's listing leaves it out)
     (work / "later.txt").write_text("")
-    assert hit(egg_exec(work, env, "true"))
+    cached_call(work, env, "true")
 
 
 @pytest.mark.fact_check
@@ -172,7 +171,7 @@ def test_platform_a_socket_bound_where_the_sandbox_cannot_see_is_a_hit(cache_wor
     try:
         server.bind(str(hidden / "api.sock"))  # $EGG_HOME: no sandbox sees it
         assert stat.S_ISSOCK(os.lstat(hidden / "api.sock").st_mode)
-        assert hit(egg_exec(work, env, "true"))
+        cached_call(work, env, "true")
     finally:
         server.close()
 
@@ -191,8 +190,7 @@ def test_environment_a_variable_the_policy_read_changing_is_a_miss(cache_workspa
 def test_environment_variables_nothing_read_changing_is_a_hit(cache_workspace):
     work, env = cache_workspace
     cached(work, {**env, "SHLVL": "1", "_": "/bin/one", "UNRELATED_1": "x"}, "true")
-    result = egg_exec(work, {**env, "SHLVL": "2", "_": "/bin/two", "UNRELATED_2": "y"}, "true")
-    assert hit(result), result.stderr
+    cached_call(work, {**env, "SHLVL": "2", "_": "/bin/two", "UNRELATED_2": "y"}, "true")
 
 
 # -- the sandbox's filters: what a cached launch loads is what the decision read -----------------

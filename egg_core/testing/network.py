@@ -15,8 +15,8 @@ the production deadline (:data:`egg_core.netproxy.HEAD_TIMEOUT`).
 from __future__ import annotations
 
 import asyncio
-import os
 
+from egg_core import observe
 from egg_core.hookspecs import hookimpl
 from egg_core.loopback import is_loopback
 from egg_core.netproxy import NetworkTransport
@@ -52,10 +52,12 @@ def transport(raw: str, head_timeout: float | None = None) -> NetworkTransport:
 
 @hookimpl
 def egg_network_transport() -> NetworkTransport | None:
-    raw = os.environ.get(SEAM_ENV)
+    # read through observe: egg exec's cache keys on it (a launch with the seam is not cached,
+    # so one cached without it must not be used once it is set)
+    raw = observe.getenv(SEAM_ENV, "")
     if not raw:
         return None
-    timeout = os.environ.get(HEAD_TIMEOUT_ENV, "")
+    timeout = observe.getenv(HEAD_TIMEOUT_ENV, "")
     try:
         head_timeout = float(timeout) if timeout else None
     except ValueError:

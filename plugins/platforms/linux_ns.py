@@ -349,7 +349,9 @@ class LinuxNamespaces(Platform):
         prepared.ignore_signals = (signal.SIGINT, signal.SIGQUIT)
         prepared.set_exit_code_reader(exit_code)
         prepared.set_child_pid_reader(status.child_pid)
-        if not sockets and not launch.tools_dir:
+        # a plugin's resolver and connector are objects the cache cannot store: not cached
+        cached_network = not sockets or launch.network_transport is None
+        if cached_network and not launch.tools_dir:
             self._offer_recipe(
                 launch,
                 prepared,
@@ -360,6 +362,8 @@ class LinuxNamespaces(Platform):
                 group_spec,
                 len(join),
             )
+            if net_dir is not None and prepared.recipe is not None:
+                self._offer_network(launch, prepared, net_dir, sockets)
         # Planted right before the spawn (bwrap binds each onto itself, so it must exist then),
         # not before: what egg exec caches must see the host without them.
         held: list[Held] = []
@@ -403,12 +407,14 @@ class LinuxNamespaces(Platform):
             if arg in ("--seccomp", "--json-status-fd"):
                 argv[index + 1] = table[argv[index + 1]]
         layer = str(launch.home_layer) if launch.home_layer else None
+        net = str(launch.work_dir / "net")
         # every path the command line names must still be what it was (egg's own files among
-        # them: the empty file, the cache directories); the home layer is made afresh for every
-        # run (the cache's runner substitutes it), and a placeholder is its own kind of fact
+        # them: the empty file, the cache directories); the home layer and the network's
+        # sockets are made afresh for every run (the cache's runner substitutes them), and a
+        # placeholder is its own kind of fact
         seeded = {path for path, _ in placeholders}
         for arg in argv:
-            fresh = layer is not None and pathrules.under(arg, layer)
+            fresh = (layer is not None and pathrules.under(arg, layer)) or pathrules.under(arg, net)
             if arg.startswith("/") and arg not in seeded and not fresh:
                 observe.realpath(arg)
         backstop = cpu_exit_reason(policy)
@@ -456,6 +462,31 @@ class LinuxNamespaces(Platform):
         prepared.preexec_fn = child
         prepared.add_spawn_hook(lambda: start_gate(gate))
         return gate
+
+    def _offer_network(
+        self, launch: Launch, prepared: Prepared, net_dir: Path, sockets: dict[int, str]
+    ) -> None:
+        """The network part of the recipe: the cached launch's runner binds the proxy's sockets
+        in a fresh ``net`` directory of its own and serves them under the same rules from a
+        child process (:mod:`egg_plugins.platforms.linux.fastnet`)."""
+        from egg_core import observe
+
+        assert prepared.recipe is not None
+        policy = launch.policy
+        observe.content(str(BRIDGE))
+        prepared.recipe["runner"] = "egg_plugins.platforms.linux.fastnet:run"
+        prepared.recipe["network"] = {
+            "net_dir": str(net_dir),
+            "bridge": str(BRIDGE),
+            "ports": {port: name for port, name in sockets.items() if name != "proxy.sock"},
+            "rules": {
+                "domains": list(policy.domains),
+                "local_ports": list(policy.local_ports),
+                "mode": policy.mode,
+            },
+            # None: the launch directory's own, as the full path's (launch.work_dir)
+            "log": str(launch.network_log) if launch.network_log else None,
+        }
 
     def _start_network(
         self, launch: Launch, policy: EffectivePolicy, sockets: dict[int, str], prepared: Prepared

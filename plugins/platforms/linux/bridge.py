@@ -4,18 +4,24 @@ Run inside the sandbox as ``python -I -S bridge.py --listen PORT=SOCKET ... -- C
 every listener first, forks a relay that serves them for the life of the sandbox, and then execs
 CMD in its own process, so CMD's pid, exit status and terminal are exactly its own and the proxy
 is already listening when CMD starts. Standard library only, no site-packages (``-S``): it runs
-before anything of the user's and must stay tiny.
+before anything of the user's and must stay tiny — so it uses the C modules under ``socket`` and
+``threading`` (``_socket``, ``_thread``) directly: the Python ones import ``selectors``, ``enum``
+and ``collections``, which cost every launch with a network more than the interpreter's start.
 """
 
 from __future__ import annotations
 
+import _socket as socket  # type: ignore[import-not-found,unused-ignore]
+import _thread
 import os
-import socket
 import sys
-import threading
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
-def _relay(src: socket.socket, dst: socket.socket) -> None:
+def _relay(src: Any, dst: Any) -> None:
     try:
         while True:
             data = src.recv(65536)
@@ -31,7 +37,14 @@ def _relay(src: socket.socket, dst: socket.socket) -> None:
             pass
 
 
-def _serve_connection(client: socket.socket, target: str) -> None:
+def _relay_then_release(src: Any, dst: Any, done: Any) -> None:
+    try:
+        _relay(src, dst)
+    finally:
+        done.release()
+
+
+def _serve_connection(client: Any, target: str) -> None:
     upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         upstream.connect(target)
@@ -39,24 +52,26 @@ def _serve_connection(client: socket.socket, target: str) -> None:
         client.close()
         upstream.close()
         return
-    back = threading.Thread(target=_relay, args=(upstream, client), daemon=True)
-    back.start()
+    back = _thread.allocate_lock()
+    back.acquire()
+    _thread.start_new_thread(_relay_then_release, (upstream, client, back))
     _relay(client, upstream)
-    back.join()
+    back.acquire()  # the other direction is done too
     client.close()
     upstream.close()
 
 
-def _accept_loop(listener: socket.socket, target: str) -> None:
+def _accept_loop(listener: Any, target: str) -> None:
     while True:
         try:
-            client, _ = listener.accept()
+            fd, _ = listener._accept()
         except OSError:
             continue
-        threading.Thread(target=_serve_connection, args=(client, target), daemon=True).start()
+        client = socket.socket(listener.family, listener.type, 0, fd)
+        _thread.start_new_thread(_serve_connection, (client, target))
 
 
-def _listeners(port: int) -> list[socket.socket]:
+def _listeners(port: int) -> list[Any]:
     result = []
     for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
         try:
@@ -82,7 +97,7 @@ def main(argv: list[str]) -> int:
         return 125
     split = argv.index("--")
     options, command = argv[:split], argv[split + 1 :]
-    routes: list[tuple[socket.socket, str]] = []
+    routes: list[tuple[Any, str]] = []
     try:
         for i in range(0, len(options), 2):
             if options[i] != "--listen":
@@ -104,12 +119,11 @@ def main(argv: list[str]) -> int:
             devnull = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(devnull, fd)
-            threads = [
-                threading.Thread(target=_accept_loop, args=route, daemon=True) for route in routes
-            ]
-            for thread in threads:
-                thread.start()
-            threading.Event().wait()
+            for route in routes:
+                _thread.start_new_thread(_accept_loop, route)
+            forever = _thread.allocate_lock()
+            forever.acquire()
+            forever.acquire()  # serve until the sandbox ends
         finally:
             os._exit(0)
     for sock, _ in routes:

@@ -84,8 +84,6 @@ def _create(path: str, seed: str) -> None:
 
 
 def _lock_name(lock_dir: str, path: str) -> str:
-    try:
-        from _sha256 import sha256  # type: ignore[import-not-found]
-    except ImportError:  # pragma: no cover - other Python builds
-        from hashlib import sha256
-    return os.path.join(lock_dir, str(sha256(path.encode(errors="surrogateescape")).hexdigest()))
+    from egg_core.facts import sha256_hex  # the C module on every Python (3.12 renamed it)
+
+    return os.path.join(lock_dir, sha256_hex(path.encode(errors="surrogateescape")))
