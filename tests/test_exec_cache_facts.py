@@ -99,7 +99,7 @@ def test_a_new_entry_in_the_workspace_is_a_hit(cache_workspace):
     cached(work, env, "true")
     (work / "new-dir").mkdir()
     (work / "new-file").write_text("x")
-    assert hit(egg_exec(work, env, "true"))
+    cached_call(work, env, "true")
 
 
 def test_listing_an_entry_replaced_by_one_of_the_same_name_and_kind_is_a_hit(cache_workspace):
@@ -153,8 +153,7 @@ def test_a_socket_bound_deep_in_a_visible_tree_is_a_hit_and_unreachable(cache_wo
         server.listen()
         server.setblocking(False)
         os.chmod(deep / "api.sock", 0o777)
-        result = egg_exec(work, env, sys.executable, "-c", probe)
-        assert hit(result)
+        result = cached_call(work, env, sys.executable, "-c", probe)
         assert result.stdout.strip() == f"refused {errno.EACCES}"
         with pytest.raises(BlockingIOError):
             server.accept()

@@ -54,6 +54,22 @@ PLAIN_HIT = {
     "egg_plugins.platforms.linux.placeholders",
     "egg_plugins.platforms.linux.status",  # bwrap's --json-status-fd
     "fcntl",  # placeholders' locks
+    # the socket gate: every connect() of the sandbox judged by egg (C modules, and ctypes for
+    # the system calls os lacks: seccomp, pidfd_getfd, openat2)
+    "egg_plugins.platforms.linux.socketgate",
+    "egg_plugins.platforms.linux.gate_abi",
+    "egg_plugins.platforms.linux.gate_filter",  # the cached filters, read
+    "_socket",  # its listener comes back from the child over a socket pair
+    "_queue",  # its workers' jobs
+    "select",  # it waits for calls
+    "resource",  # its descriptor limit
+    "errno",
+    "struct",
+    "_struct",
+    "ctypes",
+    "_ctypes",
+    "ctypes._endian",
+    "types",  # (ctypes)
 }
 #: either of these: sha256 in C (3.12 renamed the module)
 SHA256 = {"_sha256", "_sha2"}
@@ -64,8 +80,6 @@ AGENT_HIT = PLAIN_HIT | {
     "egg_core.homefiles",  # ~/.claude.json staged in a fresh home layer
     "egg_core.netchild",  # the proxy's sockets, its child process
     "egg_plugins.platforms.linux.fastnet",  # the runner with a network
-    "_socket",  # binding the proxy's sockets
-    "select",  # the proxy child waiting for a first connection (in the child)
 }
 
 

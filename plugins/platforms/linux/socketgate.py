@@ -37,14 +37,14 @@ caller sees it. Without egg (its process killed) every ``connect`` fails: the ga
 
 from __future__ import annotations
 
+import _socket
+import _thread
 import errno
 import fcntl
 import os
 import select
-import socket
 import stat
 import struct
-import threading
 import time
 
 from . import gate_abi as abi
@@ -79,7 +79,7 @@ _SYSCALLS = {
 CONNECT = _SYSCALLS.get("connect", -1)
 BIND = _SYSCALLS.get("bind", -1)
 SOCKADDR_MAX = 128  # sizeof(struct sockaddr_storage): longer is EINVAL, as the kernel says
-AF_UNIX = socket.AF_UNIX
+AF_UNIX = _socket.AF_UNIX
 Key = tuple[int, int]
 
 
@@ -134,16 +134,18 @@ class Gate:
     def __init__(self, programs: Sequence[bytes], grants: Grants) -> None:
         self.programs = [abi.Program(bpf) for bpf in programs]
         self.grants = grants
-        self._parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        # _socket, _thread, _queue: the C modules alone (egg exec's cache hit imports this)
+        self._parent, child = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
         # above the numbers spawners put things at in the child (the command's stderr at 9)
         moved = fcntl.fcntl(child.fileno(), fcntl.F_DUPFD_CLOEXEC, CHILD_FD_FLOOR)
         child.close()
-        self._child = socket.socket(fileno=moved)
-        self._child.set_inheritable(True)
+        self._child = _socket.socket(fileno=moved)
+        os.set_inheritable(moved, True)
         self.listener: int | None = None
         self._wake_read, self._wake_write = os.pipe2(os.O_CLOEXEC)
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
+        self._serving = _thread.allocate_lock()  # held while the gate thread runs
+        self._started = False
+        self._lock = _thread.allocate_lock()
         self._own: dict[Key, int] = {}  # socket file -> an O_PATH descriptor holding it
         self._pending: dict[int, Pending] = {}  # sockets bind() was called on, not yet bound
         self._diag: bool | None = None  # see _by_name
@@ -167,7 +169,8 @@ class Gate:
                 abi.SECCOMP_FILTER_FLAG_NEW_LISTENER | abi.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
             )
             try:
-                socket.send_fds(self._child, [b"L"], [listener])
+                rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack("i", listener))]
+                self._child.sendmsg([b"L"], rights)
             finally:
                 os.close(listener)
             for program in self.programs[1:]:
@@ -190,8 +193,13 @@ class Gate:
         reason) when the child could not load the filters."""
         self._child.close()
         self._parent.settimeout(10)
-        message, fds, _, _ = socket.recv_fds(self._parent, 600, 1)
+        message, ancillary, _, _ = self._parent.recvmsg(600, _socket.CMSG_SPACE(4))
         self._parent.close()
+        fds = [
+            struct.unpack("i", data[:4])[0]
+            for level, kind, data in ancillary
+            if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS and len(data) >= 4
+        ]
         if not message.startswith(b"L") or not fds:
             for fd in fds:
                 os.close(fd)
@@ -200,18 +208,20 @@ class Gate:
             raise OSError(errno.EPERM, self.error)
         self.listener = fds[0]
         _raise_fd_limit()
-        self._thread = threading.Thread(target=self._serve, name="egg-socket-gate", daemon=True)
-        self._thread.start()
+        self._serving.acquire()
+        self._started = True
+        _thread.start_new_thread(self._serve_then_release, ())
 
     def close(self) -> None:
         """Stop judging (calls still waiting fail: the gate fails closed) and let go of
         everything held."""
         for sock in (self._child, self._parent):
             sock.close()
-        if self._thread is not None:
+        if self._started:
             os.write(self._wake_write, b"x")
-            self._thread.join(timeout=5)
-            self._thread = None
+            if self._serving.acquire(timeout=5):
+                self._serving.release()
+            self._started = False
         if self.listener is not None:
             os.close(self.listener)
             self.listener = None
@@ -228,6 +238,12 @@ class Gate:
             for item in self._pending.values():
                 item.close()
             self._pending.clear()
+
+    def _serve_then_release(self) -> None:
+        try:
+            self._serve()
+        finally:
+            self._serving.release()
 
     def _serve(self) -> None:
         listener = self.listener
@@ -479,10 +495,10 @@ class Workers:
     would cost more than most connects), at most :data:`MAX_WORKERS` at once; more wait."""
 
     def __init__(self) -> None:
-        import queue
+        import _queue
 
-        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._lock = threading.Lock()
+        self._jobs: _queue.SimpleQueue[Callable[[], None]] = _queue.SimpleQueue()
+        self._lock = _thread.allocate_lock()
         self._idle = 0
         self._count = 0
 
@@ -498,7 +514,7 @@ class Workers:
                 self._idle -= 1
         self._jobs.put(job)
         if start:
-            threading.Thread(target=self._work, name="egg-socket-gate-worker", daemon=True).start()
+            _thread.start_new_thread(self._work, ())
         return True
 
     def _work(self) -> None:
@@ -540,12 +556,14 @@ def _unbound_unix(sock: int) -> bool:
     """Whether ``sock`` is a unix socket with no address yet (False for a file: no socket)."""
     copy = os.dup(sock)
     try:
-        probe = socket.socket(fileno=copy)
+        probe = _socket.socket(fileno=copy)
     except OSError:
         os.close(copy)  # socket() does not take a descriptor it refuses
         return False
-    with probe:
-        return probe.family == AF_UNIX and not probe.getsockname()
+    try:
+        return bool(probe.family == AF_UNIX and not probe.getsockname())
+    finally:
+        probe.close()
 
 
 def _read_memory(tid: int, pointer: int, length: int) -> bytes:
