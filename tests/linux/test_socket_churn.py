@@ -2,9 +2,10 @@
 
 A program binds a socket every 10 ms (100/s) — in directories that come and go and in one that
 stays, under the workspace, under ``$HOME`` and outside both — and removes each 50 ms later,
-while launches run (``egg exec`` with the exec cache on and off, and ``egg run``): 90 of them,
-300 with ``EGG_TEST_FULL=1``. Every launch must succeed, and no host socket may be reachable from
-inside one — not even one bound while it runs (the socket gate judges each connect).
+while launches run (``egg exec`` with the exec cache on and off, ``egg run``, and ``egg run
+--detach``): 90 of them, 300 with ``EGG_TEST_FULL=1``. Every launch must succeed, no host socket
+may be reachable from inside one — not even one bound while it runs (the socket gate judges each
+connect) — and no session daemon may be left once its program ended.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests import leftovers
 from tests.linux.conftest import PY, Box
 from tests.volumes import volume
 
@@ -93,11 +95,13 @@ def test_launches_never_fail_and_never_reach_a_host_socket(box: Box) -> None:
     try:
         time.sleep(0.3)
         for i in range(LAUNCHES):
-            kind = ("exec cached", "exec uncached", "run")[i % 3]
+            kind = ("exec cached", "exec uncached", "run", "run --detach")[i % 4]
             env = {"EGG_EXEC_CACHE": "0" if kind == "exec uncached" else "1"}
             started = time.time()
             if kind == "run":
                 result = box.run("run", "--", *probe, env=env)
+            elif kind == "run --detach":
+                result = box.run("run", "--detach", "--", "true", env=env)
             else:
                 result = box.exec(*probe, env=env)
             launches.append((kind, started, time.time(), result))
@@ -108,8 +112,13 @@ def test_launches_never_fail_and_never_reach_a_host_socket(box: Box) -> None:
 
     failures = [(kind, r.returncode, r.stderr[-300:]) for kind, _, _, r in launches if r.returncode]
     assert failures == [], f"{len(failures)} of {len(launches)} launches failed: {failures[:3]}"
+    # every detached session ends, and leaves no daemon behind (its program ended)
+    left = leftovers.wait_gone(leftovers.session_roots([box.egg_home]), timeout=60)
+    assert left == [], f"session daemons outlived their launch: {left}"
     reached = []
     for kind, _, _, result in launches:
+        if kind == "run --detach":
+            continue  # its output is the session's
         line = next(x for x in result.stdout.splitlines() if '{"reached"' in x)
         reached += [(kind, path) for path in json.loads(line[line.index("{") :])["reached"]]
     assert reached == [], f"host sockets were reachable: {reached[:5]}"
