@@ -17,7 +17,7 @@ GATE = "import egg_plugins.platforms.linux.socketgate as gate\nimport os, struct
 #: mutant -> (the code that takes the check out, the tests that must then fail)
 MUTANTS = {
     "the judge lets every socket through": (
-        "gate.Gate._judge = lambda self, target, name: "
+        "gate.Gate._judge = lambda self, target: "
         "struct.pack('=H', 1) + b'/proc/self/fd/%d\\0' % target\n",
         [
             "tests/linux/test_socket_gate.py::test_another_sandboxs_sockets_are_unreachable",

@@ -149,7 +149,6 @@ class Gate:
         self._own: dict[Key, int] = {}  # socket file -> an O_PATH descriptor holding it
         self._pending: dict[int, Pending] = {}  # sockets bind() was called on, not yet bound
         self._diag: bool | None = None  # see _by_name
-        self.refused: list[str] = []  # what was refused (most recent last, bounded)
         self.error: str | None = None
         self._workers = Workers()
 
@@ -438,7 +437,7 @@ class Gate:
             if view is not None:
                 name = address[2:].split(b"\0", 1)[0]
                 target = view.resolve(name)
-                address = self._judge(target, name)
+                address = self._judge(target)
         except OSError as exc:
             for held in (sock, target):
                 if held >= 0:
@@ -459,7 +458,7 @@ class Gate:
         else:
             self._connect(listener, call.id, sock, target, address)
 
-    def _judge(self, target: int, name: bytes) -> bytes:
+    def _judge(self, target: int) -> bytes:
         """The address to connect to for the socket file ``target``; EACCES when it is neither
         this sandbox's own nor granted."""
         st = os.fstat(target)
@@ -476,8 +475,6 @@ class Gate:
             if not unsettled or time.monotonic() > deadline:
                 break
             time.sleep(0.002)
-        with self._lock:
-            self.refused = [*self.refused[-49:], os.fsdecode(name)]
         raise OSError(errno.EACCES, "not this sandbox's socket")
 
     def _connect(self, listener: int, ident: int, sock: int, target: int, address: bytes) -> None:
