@@ -102,7 +102,7 @@ def finish(path: str, egg_home: str) -> None:
 
     from egg_core import guardlog, snapshot
 
-    lines = snapshot.restore(os.path.join(path, "settings"))
+    lines = snapshot.restore(os.path.join(path, "settings"), then_forget=True)
     if lines:
         from egg_core.sanitize import visible
 

@@ -123,7 +123,15 @@ def take(
         elif st is not None:
             entry.update(kind="other")  # a directory or device: not a settings file; left alone
         entries.append(entry)
-    _save(directory, {"files": entries, "restored": False})
+    # written in place, not through a temporary name: the directory is new and the sandbox has
+    # not started, so a manifest torn by a crash here has nothing to put back
+    fd = os.open(
+        os.path.join(directory, MANIFEST),
+        os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+        0o600,
+    )
+    with os.fdopen(fd, "wb") as handle:
+        marshal.dump({"files": entries, "restored": False}, handle)
 
 
 def _directory_modes(real_parent: str) -> dict[str, int]:
@@ -148,9 +156,13 @@ def pending(directory: str) -> bool:
     return manifest is not None and not manifest.get("restored", False)
 
 
-def restore(directory: str) -> list[str]:
+def restore(directory: str, *, then_forget: bool = False) -> list[str]:
     """Put every snapshotted file back; one line per file the run changed or that could not be
-    restored. Never raises for anything the sandbox can shape."""
+    restored. Never raises for anything the sandbox can shape.
+
+    The manifest is then marked restored, so that a crash before the directory is removed
+    never restores it again over the user's later edits; ``then_forget`` removes it instead
+    (one unlink, not a rewrite and a rename: the caller removes the directory next)."""
     manifest = _load(directory)
     if not manifest or manifest.get("restored"):
         return []
@@ -175,7 +187,10 @@ def restore(directory: str) -> list[str]:
             lines.append(line)
     manifest["restored"] = True
     try:
-        _save(directory, manifest)
+        if then_forget:
+            os.unlink(os.path.join(directory, MANIFEST))
+        else:
+            _save(directory, manifest)
     except OSError:
         pass
     return lines

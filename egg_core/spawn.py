@@ -116,9 +116,15 @@ def supervise(
     forward = [signal.SIGTERM, signal.SIGHUP]
     if not tty:
         forward += [signal.SIGINT, signal.SIGQUIT]
-    target = [pid]
+    # the command's own pid is looked up when a signal first needs it, not before the wait:
+    # finding it means polling until bwrap's init has forked it (up to 2 ms a launch, paid by
+    # every command, mostly by ones that are never signalled)
+    target: list[int] = []
 
     def relay(sig: int, _frame: object) -> None:
+        if not target:
+            found = command_pid() if command_pid is not None else None
+            target.append(found or pid)
         try:
             os.kill(target[0], sig)
         except OSError:
@@ -128,10 +134,6 @@ def supervise(
     for sig in FORWARDED:
         saved[sig] = signal.signal(sig, relay if sig in forward else signal.SIG_IGN)
     try:
-        if command_pid is not None:
-            found = command_pid()
-            if found:
-                target[0] = found
         return wait()
     finally:
         for sig, handler in saved.items():

@@ -222,6 +222,10 @@ def _mounts(policy: EffectivePolicy, request: BwrapRequest) -> tuple[list[str], 
         if entry.path in placeholders:
             out += ["--ro-bind", entry.path, entry.path]
             continue
+        if entry.mode in ("deny-write", "ro") and already_read_only(
+            mount_decisions(out, empty, []), probe(entry.path).real
+        ):
+            continue
         out += _entry_args(entry, empty, remount)
         if entry.mode != "deny":
             shielded.append(probe(entry.path).real)
@@ -277,6 +281,25 @@ def mount_decisions(
                     decisions[index] = (path, "ro")
                 break
     return decisions
+
+
+def already_read_only(decisions: Sequence[tuple[str, str]], real: str) -> bool:
+    """Whether the host's tree at ``real`` is already what the sandbox sees there, read-only,
+    after the mounts behind ``decisions``: the last mount at or above it is the host's own path
+    bound read-only (the root, say), and nothing was mounted at or below ``real`` after it. A
+    protection's own read-only bind would then change nothing but cost bwrap a mount (each
+    reads the mount table again: about 0.2 ms). A mount beneath ``real`` made before the
+    covering one is covered by it (bwrap binds the host's tree, not the sandbox's)."""
+    covering = max(
+        (i for i, (path, _) in enumerate(decisions) if _under(real, path)),
+        default=-1,
+    )
+    if covering < 0:
+        return False
+    path, state = decisions[covering]
+    if state != "ro":
+        return False
+    return not any(_under(later, real) for later, _ in decisions[covering + 1 :])
 
 
 def _exposed(path: str, policy: EffectivePolicy) -> bool:

@@ -206,7 +206,6 @@ class Gate:
             self.error = f"cannot start the socket gate: {reason}"
             raise OSError(errno.EPERM, self.error)
         self.listener = fds[0]
-        _raise_fd_limit()
         self._serving.acquire()
         self._started = True
         _thread.start_new_thread(self._serve_then_release, ())
@@ -247,6 +246,7 @@ class Gate:
     def _serve(self) -> None:
         listener = self.listener
         assert listener is not None
+        _raise_fd_limit()  # here, not before the launch: importing resource costs it 0.6 ms
         poller = select.poll()
         poller.register(listener, select.POLLIN)
         poller.register(self._wake_read, select.POLLIN)
