@@ -296,8 +296,7 @@ def already_read_only(decisions: Sequence[tuple[str, str]], real: str) -> bool:
     )
     if covering < 0:
         return False
-    path, state = decisions[covering]
-    if state != "ro":
+    if decisions[covering][1] != "ro":
         return False
     return not any(_under(later, real) for later, _ in decisions[covering + 1 :])
 
