@@ -222,9 +222,12 @@ def test_a_killed_daemons_cgroups_are_swept_by_the_next_egg_command(
     (project / "egg.yaml").write_text("resources: {memory: 256M, max_pids: 64}\n")
     session = run_detached(env, project, "--", "sleep", "600")
     daemon = int((session_dir(env, session) / "egg.pid").read_text())
+    # egg makes a controller's parent cgroup when a launch first needs it: on a fresh host,
+    # before any launch with a CPU budget, there is no cpuacct/egg yet
     mine = [
         c
         for parent in parents
+        if parent.is_dir()
         for c in parent.iterdir()
         if c.name.removeprefix("egg-").startswith(f"{daemon}-")
     ]
