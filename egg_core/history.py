@@ -324,6 +324,12 @@ def read_capture(session_dir: Path) -> bytes:
         return handle.read(MAX_BYTES + 1)
 
 
+def read_capture_head(session_dir: Path, limit: int = TITLE_BYTES) -> bytes:
+    """The first ``limit`` bytes of the captured transcript (a title is read from them)."""
+    with gzip.open(session_dir / CHAT_FILE, "rb") as handle:
+        return handle.read(limit)
+
+
 def capture_reader(session_dir: Path) -> TranscriptReader:
     """The captured transcript, read a line at a time (as much of it as :func:`read_capture`
     reads): what ``egg history show`` hands the agent's plugin."""
