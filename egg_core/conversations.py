@@ -3,7 +3,8 @@
 :mod:`egg_core.history` reads and writes the files safely; the agent plugins say where they are
 (``egg_history_*`` hooks). This module ties them to sessions: which session holds which
 conversation (``chat.meta`` beside ``chat.jsonl.gz`` in the session directory), which is the
-newest of an agent in a directory, and what ``--resume`` must refuse.
+newest of an agent in a directory, and what ``--resume`` must refuse. A conversation resumed is
+one conversation however many sessions ran it (:class:`ConversationRuns`).
 """
 
 from __future__ import annotations
@@ -111,7 +112,8 @@ def title_of(pm: Any, profile: AgentProfile, head: bytes) -> str | None:
 
 @attrs.frozen
 class Conversation:
-    """A captured conversation, as ``egg history`` lists it."""
+    """One session's capture of a conversation: what ``egg history show SESSION`` reads and
+    ``egg run AGENT --resume SESSION`` puts back."""
 
     session: str
     session_dir: Path
@@ -123,6 +125,14 @@ class Conversation:
     size: int
     title: str | None
     transcript: Transcript
+    #: when egg last copied the transcript, changed (egg's clock, not the sandbox's)
+    captured: float | None = None
+
+    @property
+    def last_used(self) -> float:
+        """When this run last used the conversation: its end, or while it runs the last time
+        its transcript changed (epoch seconds; egg's own times, never the transcript's)."""
+        return float(_stamp(self.ended) or _stamp(self.captured) or _stamp(self.started) or 0)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -134,6 +144,54 @@ class Conversation:
             "ended": self.ended,
             "size": self.size,
             "title": self.title,
+        }
+
+
+def _stamp(value: object) -> float | None:
+    """A time egg recorded (``egg.meta``, ``chat.meta``), when it is one; else None."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+@attrs.frozen
+class ConversationRuns:
+    """One conversation as ``egg history`` lists it (one row): every session that ran it, the
+    first one and each ``--resume``, newest first. The agent goes on writing the same transcript
+    when it resumes, so the newest run's capture holds the whole conversation: it is the one the
+    row names (``session``), ``show`` prints and ``--resume`` puts back."""
+
+    runs: tuple[Conversation, ...]
+
+    @property
+    def latest(self) -> Conversation:
+        return self.runs[0]
+
+    @property
+    def started(self) -> float | None:
+        """When the conversation began: its first run's start."""
+        stamps = [s for s in (_stamp(r.started) for r in self.runs) if s is not None]
+        return min(stamps) if stamps else None
+
+    @property
+    def last_used(self) -> float:
+        return max(r.last_used for r in self.runs)
+
+    @property
+    def title(self) -> str | None:
+        """Its first user message: each run's capture reads it from the start of the same
+        transcript, so the newest run that has one says it (titled by the newest egg)."""
+        return next((r.title for r in self.runs if r.title), None)
+
+    def to_json(self) -> dict[str, Any]:
+        """The keys of one run's row (``session``, ``size``, ``ended``: the newest run's;
+        ``started``: the first run's; ``title``: the conversation's), and ``runs`` (how many
+        sessions ran it), ``last_used`` and ``sessions`` (their ids, newest first)."""
+        return {
+            **self.latest.to_json(),
+            "started": self.started,
+            "title": self.title,
+            "runs": len(self.runs),
+            "last_used": self.last_used,
+            "sessions": [r.session for r in self.runs],
         }
 
 
@@ -150,6 +208,7 @@ def conversation_of(record: Any) -> Conversation | None:
         )
     except (KeyError, ValueError):
         return None
+    title = meta.get("title")
     return Conversation(
         session=record.paths.id,
         session_dir=record.paths.directory,
@@ -159,13 +218,15 @@ def conversation_of(record: Any) -> Conversation | None:
         started=record.meta.get("started"),
         ended=record.meta.get("ended"),
         size=int(meta.get("size") or 0),
-        title=meta.get("title"),
+        title=title if isinstance(title, str) else None,
         transcript=transcript,
+        captured=_stamp(meta.get("captured")),
     )
 
 
-def conversations(egg_home: Path, directory: str | None = None) -> list[Conversation]:
-    """Every captured conversation (in ``directory`` only, when given), newest first."""
+def captures(egg_home: Path, directory: str | None = None) -> list[Conversation]:
+    """Every session's captured conversation (in ``directory`` only, when given), newest
+    first: one entry per run."""
     from egg_core.session.store import list_sessions
 
     found = []
@@ -174,8 +235,25 @@ def conversations(egg_home: Path, directory: str | None = None) -> list[Conversa
         if conversation is None or (directory is not None and conversation.directory != directory):
             continue
         found.append(conversation)
-    found.sort(key=lambda c: (c.started or 0, c.session), reverse=True)
+    found.sort(key=lambda c: (_stamp(c.started) or 0, c.session), reverse=True)
     return found
+
+
+def conversations(egg_home: Path, directory: str | None = None) -> list[ConversationRuns]:
+    """Every captured conversation (its runs in ``directory`` only, when given), one entry per
+    conversation (an agent's own id), the one used last first."""
+    return group(captures(egg_home, directory))
+
+
+def group(found: list[Conversation]) -> list[ConversationRuns]:
+    """``found`` (newest first) gathered by conversation: the runs that share an agent and that
+    agent's own id are one conversation; ordered by last use, newest first."""
+    runs: dict[tuple[str, str], list[Conversation]] = {}
+    for run in found:
+        runs.setdefault((run.agent, run.agent_session_id), []).append(run)
+    grouped = [ConversationRuns(tuple(r)) for r in runs.values()]
+    grouped.sort(key=lambda g: (g.last_used, _stamp(g.latest.started) or 0, g.latest.session))
+    return grouped[::-1]
 
 
 def find_conversation(egg_home: Path, ident: str) -> Conversation:
@@ -196,9 +274,9 @@ def find_conversation(egg_home: Path, ident: str) -> Conversation:
 
 
 def for_resume(egg_home: Path, profile: AgentProfile, cwd: Path, ident: str | None) -> Conversation:
-    """The conversation ``egg run AGENT --resume [SESSION]`` puts back: SESSION's, or the newest
-    of this agent in this directory. Every refusal is a usage error (exit 2), before anything
-    starts."""
+    """The capture ``egg run AGENT --resume [SESSION]`` puts back: SESSION's, or the newest of
+    the conversation of this agent used last in this directory (the row ``egg history`` lists
+    first). Every refusal is a usage error (exit 2), before anything starts."""
     why = declines(profile)
     if why:
         raise UsageError(f"--resume: {profile.name} keeps no conversation history in egg: {why}")
@@ -211,12 +289,12 @@ def for_resume(egg_home: Path, profile: AgentProfile, cwd: Path, ident: str | No
                 f"{conversation.session})"
             )
         return conversation
-    mine = [c for c in conversations(egg_home, str(cwd)) if c.agent == profile.name]
+    mine = [c for c in conversations(egg_home, str(cwd)) if c.latest.agent == profile.name]
     if not mine:
         raise UsageError(
             f"no captured {profile.name} conversation in {cwd} (egg history --all lists them)"
         )
-    return mine[0]
+    return mine[0].latest  # the conversation used last here, from its newest capture
 
 
 def restore_for_resume(

@@ -31,7 +31,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -324,6 +324,12 @@ def read_capture(session_dir: Path) -> bytes:
         return handle.read(MAX_BYTES + 1)
 
 
+def read_capture_head(session_dir: Path, limit: int = TITLE_BYTES) -> bytes:
+    """The first ``limit`` bytes of the captured transcript (a title is read from them)."""
+    with gzip.open(session_dir / CHAT_FILE, "rb") as handle:
+        return handle.read(limit)
+
+
 def capture_reader(session_dir: Path) -> TranscriptReader:
     """The captured transcript, read a line at a time (as much of it as :func:`read_capture`
     reads): what ``egg history show`` hands the agent's plugin."""
@@ -381,10 +387,22 @@ def is_uuid(text: str) -> bool:
     return bool(_UUID.fullmatch(text))
 
 
-def title_of(turns: list[Turn]) -> str | None:
-    """The first user message, on one line, cut at :data:`TITLE_CHARS` characters."""
+#: a message that opens with a tag is what an agent added, not what the user typed (Claude
+#: Code's own first-prompt rule: ``<local-command-stdout>``, ``<task-notification>``, ...)
+_MARKUP = re.compile(r"\s*<[A-Za-z][\w-]*[\s/>]")
+
+
+def is_markup(text: str) -> bool:
+    """Whether ``text`` opens with a tag: an agent's markup, never a title."""
+    return bool(_MARKUP.match(text))
+
+
+def title_of(turns: Iterable[Turn]) -> str | None:
+    """The first user message, on one line, cut at :data:`TITLE_CHARS` characters. A message
+    that is still an agent's markup (the plugin turned what the user typed, ``! ls``, ``/review
+    12``, into text; the rest it left as it came) is passed over."""
     for turn in turns:
-        if turn.role == "user" and turn.text.strip():
+        if turn.role == "user" and turn.text.strip() and not is_markup(turn.text):
             line = " ".join(turn.text.split())
             return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
     return None

@@ -155,7 +155,9 @@ def egg_history_render(agent: AgentProfile, data: bytes) -> list[Turn] | None:
     :param agent: the profile of the agent that wrote it.
     :param data: the captured transcript (possibly only its beginning, for a title).
     :return: user and assistant turns in order, each tool call as a turn with its name, or
-        None to decline (not your agent).
+        None to decline (not your agent). A user turn is what the user typed, as they typed it
+        (the agent's own markup for a shell or slash command read back into text, context the
+        agent added left out): the first one that does not open with a tag is the title.
     """
 
 

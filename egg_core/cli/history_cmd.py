@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 import time
+import zlib
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,7 @@ from egg_core.errors import UsageError
 from egg_core.sanitize import json_array, json_text, visible
 
 if TYPE_CHECKING:
+    from egg_core.conversations import ConversationRuns
     from egg_core.history import Turn
 
 
@@ -52,54 +54,83 @@ def _egg_home(ctx: Context) -> Any:
 
 
 def _list(ns: argparse.Namespace, ctx: Context) -> int:
+    """One row per conversation (its resumes in it), then the notes, once, after the rows."""
     from egg_core import conversations, registry
 
     found = conversations.conversations(_egg_home(ctx), None if ns.all else os.getcwd())
+    agents = registry.agents(ctx.pm)
+    titles = [_title(ctx, agents, c) for c in found]
     if ns.json:
-        print(json_text([c.to_json() for c in found]))
+        print(json_text([{**c.to_json(), "title": t} for c, t in zip(found, titles, strict=True)]))
         return 0
+    notes = []
     if found:
         from egg_core.cli.table import render_table
 
         rows = [
             [
-                c.session,
-                c.agent,
-                c.agent_session_id,
-                *([c.directory] if ns.all else []),
+                c.latest.session,
+                c.latest.agent,
+                c.latest.agent_session_id,
+                *([c.latest.directory] if ns.all else []),
                 _when(c.started),
-                _when(c.ended),
-                _size(c.size),
-                c.title or "-",
+                _when(c.last_used),
+                str(len(c.runs)),
+                _size(c.latest.size),
+                title or "-",
             ]
-            for c in found
+            for c, title in zip(found, titles, strict=True)
         ]
         headers = ["SESSION", "AGENT", "AGENT SESSION"]
         headers += ["DIRECTORY"] if ns.all else []
-        headers += ["STARTED", "ENDED", "SIZE", "TITLE"]
+        headers += ["STARTED", "LAST USED", "RUNS", "SIZE", "TITLE"]
         print(render_table(headers, rows))
     else:
         where = "" if ns.all else " in this directory (egg history --all: every directory)"
-        print(f"no captured conversation{where}", file=sys.stderr)
-    _say_declined(ctx, registry)
+        notes.append(f"no captured conversation{where}")
+    notes += _declined(ctx, agents, None if ns.all else os.getcwd())
+    sys.stdout.flush()  # the rows first, also when stdout is a pipe and stderr is not
+    for note in notes:
+        print(visible(note), file=sys.stderr)
     return 0
 
 
-def _say_declined(ctx: Context, registry: Any) -> None:
-    """Sessions here of an agent whose plugin keeps no history: say why, once per agent."""
+def _title(ctx: Context, agents: Any, conversation: ConversationRuns) -> str | None:
+    """The conversation's title; one an older egg kept with the agent's markup in it (``<bash-
+    input>``, Codex's ``# AGENTS.md instructions``) is read again from the capture, by the
+    agent's plugin, as a capture is titled now."""
+    from egg_core import conversations, history
+
+    title = conversation.title
+    if title is None or not title.lstrip().startswith(("<", "# AGENTS.md")):
+        return title
+    latest = conversation.latest
+    if latest.agent not in agents:
+        return title
+    try:
+        head = history.read_capture_head(latest.session_dir)
+    except (OSError, EOFError, zlib.error):
+        return title
+    return conversations.title_of(ctx.pm, agents[latest.agent].obj, head)
+
+
+def _declined(ctx: Context, agents: Any, directory: str | None) -> list[str]:
+    """For each agent whose plugin keeps no history and that ran here (in ``directory``, or
+    anywhere): one note saying why."""
     from egg_core import conversations
     from egg_core.session.store import list_sessions
 
-    agents = registry.agents(ctx.pm)
-    said = set()
+    notes: dict[str, str] = {}
     for record in list_sessions(_egg_home(ctx)):
         name = record.meta.get("agent")
-        if name in said or name not in agents or record.meta.get("cwd") != os.getcwd():
+        if not isinstance(name, str) or name in notes or name not in agents:
+            continue
+        if directory is not None and record.meta.get("cwd") != directory:
             continue
         why = conversations.declines(agents[name].obj)
         if why and agents[name].obj.binary:
-            said.add(name)
-            print(visible(f"egg: {name}: conversations are not captured: {why}"), file=sys.stderr)
+            notes[name] = f"egg: {name}: conversations are not captured: {why}"
+    return list(notes.values())
 
 
 def _show(ident: str, ns: argparse.Namespace, ctx: Context) -> int:

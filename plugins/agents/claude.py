@@ -27,7 +27,9 @@ Sources checked (stored copies, 2026):
   slug being the working directory with every character but letters and digits made ``-``
   (``/var/tmp/proj.x`` -> ``-var-tmp-proj-x``); ``--resume ID`` appends to that same file. Lines
   are JSON records: ``user`` / ``assistant`` carry ``message.content`` (a string, or text,
-  ``tool_use`` and ``tool_result`` blocks); ``isMeta`` records are injected context.
+  ``tool_use`` and ``tool_result`` blocks); ``isMeta`` records are injected context. What was
+  done at its prompt is written as markup (tests/history/fixtures/claude-markup.jsonl, an
+  interactive run: ``!ls``, then a project's ``/hello world``): see :func:`_text_turn`.
 - macOS: credentials in the login Keychain via /usr/bin/security (anthropics/claude-code#29783);
   the XPC variables follow the wingthing egg profile (ehrlich-b/wingthing internal/egg/agents.go).
 - the wingthing profile also lists *.claude.com, sentry.io and statsigapi.net; egg drills only what
@@ -65,7 +67,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from egg_core.history import HistoryContext, Transcript, Turn, cut, is_uuid
+from egg_core.history import HistoryContext, Transcript, Turn, cut, is_markup, is_uuid
 from egg_core.hookspecs import RegisterAgent, hookimpl
 from egg_core.profiles import AgentProfile, EnvDefault, Grant, PlatformGrant, Relocation
 from egg_core.transcripts import TranscriptReader
@@ -365,18 +367,60 @@ def _turns(records: Iterable[dict[str, Any]]) -> Iterator[Turn]:
             continue
         content = message.get("content")
         if isinstance(content, str):
-            yield Turn(role=kind, text=content)
+            yield _text_turn(kind, content)
             continue
         for block in content if isinstance(content, list) else ():
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "text" and isinstance(block.get("text"), str):
-                yield Turn(role=kind, text=block["text"])
+                yield _text_turn(kind, block["text"])
             elif block.get("type") == "tool_use":
                 summary = json.dumps(block.get("input", {}), ensure_ascii=False)
                 yield Turn(role="tool", tool=str(block.get("name", "?")), text=cut(summary))
             elif block.get("type") == "tool_result":
                 yield Turn(role="tool", text=cut(_result_text(block.get("content"))))
+
+
+#: one ``<tag>body</tag>`` of the markup Claude Code writes for what was done at its prompt
+_BLOCK = re.compile(r"\s*<([a-z][\w-]*)>(.*?)</\1>", re.DOTALL)
+_BLANK = re.compile(r"\s*\Z")
+#: the output of a ``!`` command or of a slash command that answers by itself, in that order
+_OUTPUT = ("bash-stdout", "bash-stderr", "local-command-stdout", "local-command-stderr")
+
+
+def _text_turn(role: str, text: str) -> Turn:
+    """A message's text as the user saw it at Claude's prompt. 2.1.332 writes a ``!`` command as
+    ``<bash-input>ls</bash-input>`` and its output as ``<bash-stdout>…</bash-stdout><bash-stderr>
+    …</bash-stderr>``, a slash command as ``<command-message>…</command-message> <command-name>
+    /review</command-name> <command-args>12</command-args>`` and a local one's answer as
+    ``<local-command-stdout>``: they read ``! ls``, ``/review 12`` and a tool's output, as its own
+    list of past conversations reads them. Other markup is left as it came."""
+    blocks = _blocks(text) if role == "user" and is_markup(text) else None
+    if not blocks:
+        return Turn(role=role, text=text)
+    if "bash-input" in blocks:
+        return Turn(role="user", text="! " + blocks["bash-input"].strip())
+    if "command-name" in blocks:
+        command = f"{blocks['command-name'].strip()} {blocks.get('command-args', '').strip()}"
+        return Turn(role="user", text=command.strip())
+    if any(tag in blocks for tag in _OUTPUT):
+        output = "\n".join(blocks[t].strip() for t in _OUTPUT if blocks.get(t, "").strip())
+        return Turn(role="tool", text=cut(output))
+    return Turn(role=role, text=text)
+
+
+def _blocks(text: str) -> dict[str, str] | None:
+    """``text`` as the ``<tag>body</tag>`` blocks it is made of (the first body of each tag);
+    None when anything else is in it."""
+    found: dict[str, str] = {}
+    at = 0
+    while not _BLANK.match(text, at):
+        match = _BLOCK.match(text, at)
+        if match is None:
+            return None
+        found.setdefault(match.group(1), match.group(2))
+        at = match.end()
+    return found
 
 
 def _result_text(content: object) -> str:

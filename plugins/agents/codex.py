@@ -23,7 +23,9 @@ Sources checked (stored copies, 2026):
   time>-<id>.jsonl`` under CODEX_HOME, its first line ``session_meta`` with ``payload.id``,
   ``payload.cwd`` and ``payload.timestamp``; ``codex resume <id>`` (and ``codex exec resume``)
   appends to that same file. ``response_item`` records carry the messages (``developer`` and
-  ``<environment_context>`` ones are injected context) and the function calls.
+  ``<environment_context>`` ones are injected context, and so is the user message ``# AGENTS.md
+  instructions for DIR … </INSTRUCTIONS>`` of a project with an AGENTS.md:
+  tests/history/fixtures/codex-agents-md.jsonl) and the function calls.
 - its own permission system (threat R), the keys from ConfigToml and ConfigProfile
   (openai/codex codex-rs/config/src/config_toml.rs, profile_toml.rs), each name found in the
   0.171 binary: the endpoint (``openai_base_url``, ``chatgpt_base_url``, ``model_provider``,
@@ -328,6 +330,23 @@ def egg_history_turns(agent: AgentProfile, transcript: TranscriptReader) -> Iter
     return _turns(transcript.records())
 
 
+#: how the AGENTS.md instructions Codex adds as a user message open and close (codex-rs
+#: ``AGENTS_MD_START_MARKER`` / ``AGENTS_MD_END_MARKER``; 0.171 writes them into the rollout)
+_AGENTS_MD = ("# agents.md instructions for ", "</instructions>")
+
+
+def _context(text: str) -> bool:
+    """Whether a user message is context Codex added, not what the user typed: its own test
+    (``is_contextual_user_fragment``) for the AGENTS.md instructions (their markers, either
+    case), and any message that opens with a tag (``<environment_context>``,
+    ``<user_shell_command>``, ``<turn_aborted>``, ``<skill>``, ...)."""
+    body = text.strip()
+    opens, closes = _AGENTS_MD
+    if body[: len(opens)].lower() == opens and body[-len(closes) :].lower() == closes:
+        return True
+    return text.lstrip().startswith("<")
+
+
 def _turns(records: Iterable[dict[str, Any]]) -> Iterator[Turn]:
     """Each rollout item's turns as it is read: an item stands alone in Codex's format."""
     for record in records:
@@ -338,10 +357,8 @@ def _turns(records: Iterable[dict[str, Any]]) -> Iterator[Turn]:
         if kind == "message" and payload.get("role") in ("user", "assistant"):
             for block in payload.get("content") or ():
                 text = block.get("text") if isinstance(block, dict) else None
-                if not isinstance(text, str) or (
-                    payload["role"] == "user" and text.lstrip().startswith("<")
-                ):
-                    continue  # <environment_context>, <user_instructions>: injected context
+                if not isinstance(text, str) or (payload["role"] == "user" and _context(text)):
+                    continue
                 yield Turn(role=str(payload["role"]), text=text)
         elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
             arguments = payload.get("arguments") or payload.get("input") or payload.get("action")

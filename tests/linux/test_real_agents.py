@@ -566,7 +566,42 @@ def test_a_real_conversation_is_captured_and_resumed_after_its_files_are_gone(
         assert "first question" in resumed and "second question" in resumed
         return
     requests_before = len(model.bodies)
-    run_session(box, model, agent_bin, agent, "--resume", *second, env=keys(model.url))
+    again = run_session(box, model, agent_bin, agent, "--resume", *second, env=keys(model.url))
     resumed = json.dumps(model.bodies[requests_before:])
     # the real agent loaded the restored transcript: the earlier turn goes to the model again
     assert "first question" in resumed and "second question" in resumed
+    # and it is still one conversation: one row, of two runs, named by the newest
+    [row] = json.loads(box.run("history", "--json").stdout)
+    assert row["sessions"] == [again, session] and row["runs"] == 2, row
+    assert row["title"] == "first question", row
+
+
+def test_a_resumed_claude_conversation_is_one_row_titled_as_it_was_typed(
+    box: Box, model: ModelServer, agent_bin: Path
+) -> None:
+    """The real claude, started with a project's slash command and then resumed: ``egg
+    history`` lists one conversation of two runs, titled as the command was typed (claude
+    writes it as ``<command-message>…<command-name>/hello</command-name>…`` markup)."""
+    keys = {"ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "sk-ant-egg-test"}
+    box.config({"network": {"local_ports": [model.port]}})
+    box.write(box.workspace / ".claude" / "commands" / "hello.md", "Say hello to $ARGUMENTS\n")
+    first = run_session(box, model, agent_bin, "claude", "-p", "/hello world", env=keys)
+    requests_before = len(model.bodies)
+    second = run_session(
+        box, model, agent_bin, "claude", "--resume", "-p", "second question", env=keys
+    )
+    assert "Say hello to world" in json.dumps(model.bodies[requests_before:])  # resumed
+
+    listed = box.run("history", "--json")
+    table = box.run("history")
+
+    assert listed.returncode == 0 and table.returncode == 0, listed.stderr + table.stderr
+    [row] = json.loads(listed.stdout)
+    assert row["session"] == second and row["sessions"] == [second, first], row
+    assert row["runs"] == 2 and row["title"] == "/hello world", row
+    header, line = table.stdout.splitlines()
+    assert header.split()[5:8] == ["LAST", "USED", "RUNS"], header
+    assert line.startswith(second) and line.split()[7] == "2", line
+    assert line.endswith("  /hello world"), line
+    shown = box.run("history", "show", second)
+    assert "user:\n/hello world" in shown.stdout and "user:\nsecond question" in shown.stdout

@@ -18,7 +18,8 @@ import pytest
 from tests.session.test_sessions import TIMEOUT, egg, session_dir, wait_exited
 
 #: a fake ``claude``: writes its transcript where Claude Code does, from --session-id or
-#: --resume, says which it got, and whether the transcript was there on --resume
+#: --resume (appending to it, as claude does), says which it got, and whether the transcript was
+#: there on --resume
 FAKE_CLAUDE = r"""#!/usr/bin/env python3
 import json, os, re, sys, time
 args = sys.argv[1:]
@@ -37,7 +38,8 @@ if resume:
     say("RESUMED", resume, "FOUND" if os.path.exists(path) else "MISSING")
 else:
     say("NEW", sid)
-question = os.environ.get("FAKE_QUESTION", "please fix the flaky test")
+asked = "question.txt"  # the workspace's question.txt, when there is one, is what was typed
+question = open(asked).read() if os.path.exists(asked) else "please fix the flaky test"
 with open(path, "a") as out:
     out.write(json.dumps({"type": "user", "sessionId": ident,
                           "message": {"role": "user", "content": question}}) + "\n")
@@ -147,12 +149,51 @@ def test_a_claude_conversation_is_captured_listed_shown_and_resumed(env, project
     # the conversation outlives its session's removal, unless asked
     removed = egg(env, "rm", session, cwd=project)
     assert removed.returncode == 0, removed.stderr
-    assert session in egg(env, "history", cwd=project).stdout
+    [row] = json.loads(egg(env, "history", "--json", cwd=project).stdout)
+    assert row["session"] == again and row["sessions"] == [again, session]
     assert "please fix the flaky test" in egg(env, "history", "show", session, cwd=project).stdout
     # the resumed session captures the same conversation again
     assert (
         json.loads((session_dir(env, again) / "chat.meta").read_text())["agent_session_id"] == ident
     )
+
+
+def test_a_resumed_conversation_is_one_row_and_resume_goes_on_from_its_newest_copy(env, project):
+    install(project, "claude", FAKE_CLAUDE)
+    (project / "question.txt").write_text("<bash-input>git status</bash-input>")  # `!git status`
+    first = run_agent(env, project, "claude")
+    (project / "question.txt").unlink()
+    second = run_agent(env, project, "claude", "--resume")
+    third = run_agent(env, project, "claude", "--resume")
+    ident = json.loads((session_dir(env, first) / "egg.meta").read_text())["agent_session_id"]
+    assert said(project).count(f"RESUMED {ident} FOUND") == 2
+
+    listed = egg(env, "history", "--json", cwd=project)
+    table = egg(env, "history", cwd=project)
+
+    assert listed.returncode == 0 and table.returncode == 0, listed.stderr + table.stderr
+    [row] = json.loads(listed.stdout)
+    metas = [json.loads((session_dir(env, s) / "egg.meta").read_text()) for s in (first, third)]
+    assert row["session"] == third and row["agent_session_id"] == ident
+    assert row["runs"] == 3 and row["sessions"] == [third, second, first]
+    assert row["started"] == metas[0]["started"] and row["ended"] == metas[1]["ended"]
+    assert row["last_used"] == metas[1]["ended"]
+    assert row["title"] == "! git status"
+    header, line = table.stdout.splitlines()
+    assert "RUNS" in header and "LAST USED" in header and "ENDED" not in header
+    assert line.startswith(third) and line.endswith("! git status") and " 3 " in line
+    shown = egg(env, "history", "show", row["session"], cwd=project)
+    assert shown.stdout.count("\nuser:\n") == 3 and "user:\n! git status" in shown.stdout
+
+    for path in (Path(env["HOME"]) / ".claude" / "projects").rglob("*.jsonl"):
+        path.unlink()  # only egg's copies are left: the resume must take the newest
+    again = run_agent(env, project, "claude", "--resume")
+    assert said(project).count(f"RESUMED {ident} FOUND") == 3
+    [transcript] = claude_dir(env, project).glob("*.jsonl")
+    users = [r for r in map(json.loads, transcript.read_text().splitlines()) if r["type"] == "user"]
+    assert len(users) == 4  # the three runs' questions, put back, and this run's
+    [row] = json.loads(egg(env, "history", "--json", cwd=project).stdout)
+    assert row["sessions"] == [again, third, second, first]
 
 
 def test_a_codex_rollout_is_found_by_its_directory_and_resumed_by_its_id(env, project):
