@@ -8,7 +8,8 @@ exit code.
 
 Over stdio by default; ``--http HOST:PORT --token-file PATH`` serves streamable HTTP at ``/mcp``,
 where every request needs ``Authorization: Bearer <token>`` (compared in constant time; a wrong or
-missing one gets 401).
+missing one gets 401). The token file must be the user's alone: one that group or others may
+read or write is refused before anything is served.
 """
 
 from __future__ import annotations
@@ -48,7 +49,9 @@ def input_schema(tool: Tool) -> dict[str, Any]:
 
 
 def arguments_of(tool: Tool, given: dict[str, Any] | None) -> list[str]:
-    """The positional arguments a call's named ones stand for; ValueError for anything else."""
+    """The positional arguments a call's named ones stand for; ValueError for a name or a
+    value no parameter takes. A required parameter left out ends them there, so that the
+    runner's check (:func:`egg_core.toolrunner.refusal`, every caller's) is what refuses it."""
     given = dict(given or {})
     if not tool.params:
         args = given.pop("args", [])
@@ -63,7 +66,7 @@ def arguments_of(tool: Tool, given: dict[str, Any] | None) -> list[str]:
         value = given.get(param.name)
         if value is None:
             if param.required:
-                raise ValueError(f"{tool.name} needs {param.name!r}")
+                break  # the arguments end before it: the runner's one check names it
             out.append("")
             continue
         if not isinstance(value, str):
@@ -136,7 +139,12 @@ def build_server(front: ToolFront) -> Any:
             return types.CallToolResult(content=content, is_error=True)
         return types.CallToolResult(content=[types.TextContent(text=result.stdout)])
 
-    return Server(SERVER_NAME, on_list_tools=list_tools, on_call_tool=call_tool)
+    from egg_core import __version__
+
+    # the version an MCP client is told is egg's own (the SDK's default is empty)
+    return Server(
+        SERVER_NAME, version=__version__, on_list_tools=list_tools, on_call_tool=call_tool
+    )
 
 
 async def serve_stdio(server: Any) -> None:
@@ -188,9 +196,23 @@ def serve_http(server: Any, host: str, port: int, token: str) -> None:
 
 
 def read_token(path: str) -> str:
-    """The token in ``path`` (one line); ValueError naming what is wrong."""
+    """The token in ``path`` (one line); ValueError naming what is wrong. A file that group or
+    others may read (or write) is refused, as ssh refuses such a key: the token is all an HTTP
+    client needs to run your tools."""
     try:
         with open(path, encoding="utf-8") as handle:
+            mode = os.fstat(handle.fileno()).st_mode
+            if mode & 0o077:
+                can = (
+                    " or ".join(
+                        word for bits, word in ((0o044, "read"), (0o022, "write")) if mode & bits
+                    )
+                    or "open"
+                )
+                raise ValueError(
+                    f"--token-file {path}: group or others may {can} it "
+                    f"(mode {mode & 0o777:04o}); chmod 600 {path}"
+                )
             token = handle.read().strip()
     except OSError as exc:
         raise ValueError(f"--token-file {path}: {exc.strerror}") from exc

@@ -91,6 +91,17 @@ def agents(pm: EggPluginManager) -> dict[str, Registered[AgentProfile]]:
     return _collect(pm, "egg_register_agents", "agent", AgentProfile, lambda a: a.name)
 
 
+def unknown_agent(pm: EggPluginManager, name: str) -> UnknownNameError:
+    """The error for a name that is no agent and no command either (``egg run``, ``egg
+    explain``): what it might have meant, or the agents there are."""
+    import difflib
+
+    known = sorted(agents(pm))
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}?" if close else f"agents: {', '.join(known)}"
+    return UnknownNameError(f"unknown agent {name!r}, and no command of that name ({hint})")
+
+
 def platforms(pm: EggPluginManager) -> dict[str, Registered[Platform]]:
     """Every registered platform by name."""
     return _collect(

@@ -47,6 +47,8 @@ class HostUse:
     last: str = ""
     sources: list[str] = attrs.Factory(list)
     unresolved: bool = False
+    #: the allowlist lets it through now (a suggestion applied since the run): nothing to add
+    covered: bool = False
 
     def entries(self) -> list[str]:
         """The egg.yaml entries that let it through: the name for the default ports, and
@@ -66,6 +68,7 @@ class HostUse:
             "last": self.last,
             "sources": self.sources,
             "resolved": not self.unresolved,
+            "covered": self.covered,
         }
 
 
@@ -266,11 +269,13 @@ def suggest(
     rules = NetworkRules(domains=tuple(domains))
     add: list[str] = []
     for use in sorted(hosts.values(), key=lambda u: u.host):
+        use.covered = True
         for entry in use.entries():
             host, port_text = split_entry(entry)
             ports = [int(port_text)] if port_text else [p for p in DEFAULT_PORTS if p in use.ports]
             if all(rules.match(host, port)[0] for port in ports or [443]):
                 continue  # already on the list (an earlier suggestion applied, say)
+            use.covered = False
             if entry not in add:
                 add.append(entry)
     folds: list[Fold] = []

@@ -140,9 +140,11 @@ class FsRefused:
     path: str
     why: str
     count: int
+    #: egg.yaml lets it through now (a rule added since the run: its suggestion applied)
+    covered: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "why": self.why, "count": self.count}
+        return {"path": self.path, "why": self.why, "count": self.count, "covered": self.covered}
 
 
 def _unescape(text: str) -> str:
@@ -426,6 +428,7 @@ def classify(
     policy's (path, mode, source) entries: its fs rules, and egg's own protections."""
     uses: dict[str, FsUse] = {}
     apart: dict[tuple[str, str], int] = {}
+    covered: set[tuple[str, str]] = set()
 
     def refuse(path: str, why: str) -> None:
         apart[(path, why)] = apart.get((path, why), 0) + 1
@@ -467,7 +470,10 @@ def classify(
             )
             continue
         if judged[target] is not None:
-            refuse(r.path, str(judged[target]).replace("{errno}", r.errno))
+            why = str(judged[target]).replace("{errno}", r.errno)
+            refuse(r.path, why)
+            if judged[target] == WRITABLE_NOW and r.errno == "EROFS":
+                covered.add((r.path, why))  # the sandbox's read-only mount, which a rule lifts now
             continue
         use = uses.setdefault(target, FsUse(f"rw:{_shown(target, home)}", target))
         use.count += 1
@@ -477,7 +483,9 @@ def classify(
         if example not in use.examples and len(use.examples) < 3:
             use.examples.append(example)
     kept = _fold_into_ancestors(uses)
-    return kept, [FsRefused(p, why, n) for (p, why), n in sorted(apart.items())]
+    return kept, [
+        FsRefused(p, why, n, (p, why) in covered) for (p, why), n in sorted(apart.items())
+    ]
 
 
 #: calls that change only a path's metadata: never a reason to make a directory writable
@@ -640,11 +648,15 @@ def _judge(
         return f"egg.yaml says ro:{_shown(target, home)}: change that rule by hand"
     mode = pathrules.governing_mode(target, [(p, m) for p, m, _ in rules])
     if mode in pathrules.WRITABLE_MODES or mode == "cache":
-        return (
-            "{errno}: writable under egg.yaml now (a rule added since the run, or the host's "
-            "own permissions refused it)"
-        )
+        return WRITABLE_NOW
     return None
+
+
+#: why a refused write is not proposed when egg.yaml already lets it through
+WRITABLE_NOW = (
+    "{errno}: writable under egg.yaml now (a rule added since the run, or the host's own "
+    "permissions refused it)"
+)
 
 
 def expressible(path: str) -> bool:

@@ -71,7 +71,20 @@ def request(path: str, payload: dict) -> dict:  # type: ignore[type-arg]
     return answer
 
 
+HELP = """\
+usage: egg tool-call NAME [ARGS...]    call a host tool this sandbox may use
+       egg tool-call --list [--json]   the tools it may call, with their parameters
+
+Inside a sandbox whose egg.yaml enables host tools (tools: [NAME, ...]): the tool runs on the
+host and its stdout, stderr and exit code are the call's. Each enabled tool is also on PATH by
+its own name. A call that leaves out a required parameter, or names a tool not enabled here, is
+refused without running (exit 2). On the host, egg tools lists the tools defined."""
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):  # help needs no socket: it is asked on the host too
+        print(HELP)
+        return 0
     path = os.environ.get(SOCKET_ENV)
     if not path:
         print(
@@ -80,9 +93,11 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    if not argv or argv[0] in ("-h", "--help"):
-        print("usage: egg tool-call NAME [ARGS...] | egg tool-call --list [--json]")
-        return 0 if argv else 2
+    if not argv:
+        print(
+            "usage: egg tool-call NAME [ARGS...] | egg tool-call --list [--json]", file=sys.stderr
+        )
+        return 2
     try:
         if argv[0] == "--list":
             answer = request(path, {"action": "list"})

@@ -1,5 +1,8 @@
 """Run a privileged host tool for a caller: the one runner behind the tool socket and ``egg mcp``.
 
+- A call's arguments are checked first, the same for every caller (:func:`refusal`): one that
+  leaves out a required parameter, or holds what no command line can carry, is refused in one
+  line with exit 2, and nothing starts.
 - Arguments are positional parameters, never part of the command string: ``sh -c RUN sh ARG1
   ARG2 …``, so ``$(touch x)`` or ``;id`` arrive verbatim as ``"$1"``.
 - The environment is minimal (PATH, HOME, LANG, USER of the host), then the tool's ``env``, then
@@ -34,6 +37,8 @@ from egg_core.tools import Tool, ToolResult
 #: bytes of each output stream a call returns
 MAX_OUTPUT = 1024 * 1024
 TIMED_OUT = 124
+#: a call whose arguments the tool cannot take (a required parameter left out, a NUL): not run
+REFUSED_ARGUMENTS = 2
 #: host variables a tool gets (then its own env, then the caller's identity)
 HOST_VARIABLES = ("PATH", "HOME", "LANG", "USER")
 
@@ -72,9 +77,9 @@ class ToolRunner:
             return self._slots[key]
 
     def call(self, tool: Tool, args: Sequence[str], caller: Caller) -> ToolResult:
-        bad = unusable_argument(args)
-        if bad is not None:
-            return ToolResult(exit_code=2, error=f"tool {tool.name}: {bad}")
+        refused = refusal(tool, args)
+        if refused is not None:
+            return ToolResult(exit_code=REFUSED_ARGUMENTS, error=refused)
         deadline = time.monotonic() + tool.timeout
         slot = self._slot(tool)
         if not slot.acquire(timeout=tool.timeout):
@@ -94,6 +99,16 @@ class ToolRunner:
             return _run_command(tool, list(args), env, caller.workspace, deadline)
         finally:
             slot.release()
+
+
+def refusal(tool: Tool, args: Sequence[str]) -> str | None:
+    """Why a call of ``tool`` with ``args`` must not start (None: it may), in one line: the one
+    check of a call's arguments, whoever calls (a shim, ``egg tool-call``, an MCP client). The
+    runner asks it first; the tool socket asks it before it pauses the sandbox for the call."""
+    bad = unusable_argument(args)
+    if bad is not None:
+        return f"tool {tool.name}: {bad}"
+    return tool.missing(args)
 
 
 def unusable_argument(args: Sequence[str]) -> str | None:

@@ -80,6 +80,24 @@ class Tool:
         if self.timeout <= 0 or self.max_concurrent < 1:
             raise ValueError(f"tool {self.name!r}: timeout and max_concurrent must be positive")
 
+    def usage(self) -> str:
+        """How a call is written: ``NAME required [optional]`` (listings and errors)."""
+        words = [p.name if p.required else f"[{p.name}]" for p in self.params]
+        return " ".join([self.name, *words])
+
+    def missing(self, args: Sequence[str]) -> str | None:
+        """The required parameter a call of ``args`` leaves out, as one line; None when it
+        leaves none out. A parameter is its position (``"$1"``…): one is given when the call
+        has that many arguments (an empty one counts), as MCP's named ones are given when
+        present. The runner asks this for every caller (:func:`egg_core.toolrunner.refusal`)."""
+        for position, param in enumerate(self.params):
+            if param.required and position >= len(args):
+                return (
+                    f"tool {self.name}: missing the required parameter {param.name!r} "
+                    f"(usage: {self.usage()})"
+                )
+        return None
+
     def describe(self) -> dict[str, Any]:
         return {
             "name": self.name,

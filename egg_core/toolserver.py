@@ -31,7 +31,7 @@ import attrs
 from egg_core import toolclient
 from egg_core.hostrun import RunGuard
 from egg_core.paths import bound_unix_socket, socket_directory
-from egg_core.toolrunner import Caller, ToolRunner, unusable_argument
+from egg_core.toolrunner import REFUSED_ARGUMENTS, Caller, ToolRunner, refusal, unusable_argument
 from egg_core.tools import ToolSet
 
 SOCKET = "tool.sock"
@@ -189,6 +189,9 @@ class ToolServer:
         found, problems = self.tools().enabled([name])
         if problems:
             return {"error": problems[0], "exit_code": 2}
+        refused = refusal(found[name], args)
+        if refused is not None:  # before the sandbox is paused for a call that cannot start
+            return {"error": refused, "exit_code": REFUSED_ARGUMENTS}
         if self.guard is None:
             return self.runner.call(found[name], args, self.caller).to_json()
         where = self.caller.workspace or os.environ.get("HOME") or "/"

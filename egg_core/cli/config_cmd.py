@@ -71,9 +71,21 @@ def _show(ns: argparse.Namespace, ctx: Context) -> int:
 
 
 def _validate(ns: argparse.Namespace, ctx: Context) -> int:
+    """The file and its base chain, and every name in ``tools:`` defined by a tool that loads:
+    the check a launch makes (:meth:`egg_core.tools.ToolSet.enabled`), so that what validates
+    also starts."""
     from egg_core.config_files import discover_config
 
-    discover_config(Path.cwd(), ns.path, ctx.environ)
+    resolved = discover_config(Path.cwd(), ns.path, ctx.environ)
+    if resolved.config.tools:
+        from egg_core.paths import egg_home
+        from egg_core.tools import collect
+
+        found = collect(ctx.pm, resolved.config, egg_home(ctx.environ))
+        _, problems = found.enabled(list(resolved.config.tools))
+        if problems:
+            where = resolved.path or "the built-in default"
+            raise ConfigError(f"{where}: tools: {problems[0]}")
     print("ok")
     return 0
 

@@ -44,7 +44,10 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
 
 
 def explain_data(ns: argparse.Namespace, ctx: Context) -> dict[str, Any]:
-    from egg_core.launch import agent_guards, plan_launch
+    """What ``egg explain`` shows. A name that is no agent is explained as the command it names
+    (as ``egg run`` runs it); no agent and no command either is the error ``egg run`` gives."""
+    from egg_core import registry
+    from egg_core.launch import agent_guards, find_command, plan_launch
 
     cwd = Path(os.getcwd())
     plan = plan_launch(
@@ -57,6 +60,11 @@ def explain_data(ns: argparse.Namespace, ctx: Context) -> dict[str, Any]:
         skip_permissions=ns.skip_permissions,
         allow_unavailable=True,
     )
+    if (
+        not plan.known_agent
+        and find_command(plan.argv[0], plan.env, cwd, plan.policy.tools) is None
+    ):
+        raise registry.unknown_agent(ctx.pm, plan.profile.name)
     platform = plan.selection.platform
     launch = plan.launch(work_dir=PLACEHOLDER_WORK_DIR, tty=True)
     policy = plan.policy

@@ -229,10 +229,26 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
         return 0
     if isinstance(sys.stdout, io.TextIOWrapper):  # a name from the sandbox, a terminal in ASCII
         sys.stdout.reconfigure(errors="backslashreplace")
+    if _all_covered(found, fs, fs_rules):
+        print(NOTHING_TO_ADD)
+        return 0
     _print(found, fs, config, sources)
     waiting = _print_review(fs, included, config)
     _print_edit(found, fs_rules, edit, edit_problem, config, applied=ns.apply, waiting=waiting)
     return 0
+
+
+NOTHING_TO_ADD = "nothing to add: egg.yaml already covers what the run needed"
+
+
+def _all_covered(found: Suggestion, fs: FsPart | None, fs_rules: list[str]) -> bool:
+    """The run read something and egg.yaml lets all of it through now (its suggestions applied,
+    say), nothing being listed apart either: then the one line says so, no table or heading."""
+    if found.add or fs_rules or found.refused:
+        return False
+    if fs is not None and (fs.rules or any(not r.covered for r in fs.refused)):
+        return False
+    return found.records > 0 or (fs is not None and fs.calls > 0)
 
 
 def _included(names: list[str], found: Suggestion, fs: FsPart | None) -> list[str]:
@@ -345,7 +361,8 @@ def _print(found: Suggestion, fs: FsPart | None, config: ResolvedConfig, src: So
             f"egg: skipped {found.corrupt_lines} lines that are not decision records",
             file=sys.stderr,
         )
-    if found.hosts:
+    pending = [h for h in found.hosts if not h.covered]  # the others are in egg.yaml now
+    if pending:
         print("\nenforce mode would have refused:")
         several = len(src.logs) > 1
         rows = [
@@ -357,7 +374,7 @@ def _print(found: Suggestion, fs: FsPart | None, config: ResolvedConfig, src: So
                 h.last,
                 *([", ".join(h.sources)] if several else []),
             ]
-            for h in found.hosts
+            for h in pending
         ]
         head = ["HOST", "PORTS", "COUNT", "FIRST", "LAST", *(["LOG"] if several else [])]
         print(render_table(head, rows))
@@ -379,9 +396,10 @@ def _print(found: Suggestion, fs: FsPart | None, config: ResolvedConfig, src: So
             for u in fs.rules
         ]
         print(render_table(["RULE", "APPLY", "COUNT", "FIRST", "LAST", "FOR EXAMPLE"], rows))
-    if fs.refused:
+    apart_now = [a for a in fs.refused if not a.covered]  # the others are in egg.yaml now
+    if apart_now:
         print("\nnot suggested:")
-        for apart in fs.refused:
+        for apart in apart_now:
             print(f"  {visible(apart.path)} ({apart.count}x): {visible(apart.why)}")
 
 
@@ -423,7 +441,7 @@ def _print_edit(
         if waiting:
             print("\nnothing --apply writes by itself: the rules above are for you to review")
         else:
-            print("\nnothing to add: egg.yaml already covers what the run needed")
+            print(f"\n{NOTHING_TO_ADD}")
         return
     if edit is None:
         where = config.path or "egg.yaml"

@@ -182,8 +182,10 @@ def run_session(ns: argparse.Namespace, ctx: Context) -> int:
     )
     found = find_command(plan.argv[0], plan.env, cwd, plan.policy.tools)
     if not plan.known_agent:
+        from egg_core import registry
+
         if found is None:
-            raise unknown_agent(plan.profile.name, ctx)
+            raise registry.unknown_agent(ctx.pm, plan.profile.name)
         print(
             visible(f"egg: unknown agent {plan.profile.name!r}: running with no agent holes"),
             file=sys.stderr,
@@ -253,19 +255,6 @@ def run_session(ns: argparse.Namespace, ctx: Context) -> int:
     for line in [*(meta.get("settings_restored") or []), *(meta.get("git_guard") or [])]:
         print(f"egg: {visible(str(line))}", file=sys.stderr)
     return code
-
-
-def unknown_agent(name: str, ctx: Context) -> EggError:
-    """No agent of that name and no command either: say what it might have meant."""
-    import difflib
-
-    from egg_core import registry
-    from egg_core.errors import UnknownNameError
-
-    agents = sorted(registry.agents(ctx.pm))
-    close = difflib.get_close_matches(name, agents, n=1, cutoff=0.6)
-    hint = f"did you mean {close[0]!r}?" if close else f"agents: {', '.join(agents)}"
-    return UnknownNameError(f"unknown agent {name!r}, and no command of that name ({hint})")
 
 
 def _prune(egg_home: Path, ctx: Context) -> None:

@@ -38,9 +38,8 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
     if not found.tools and not found.errors:
         print(visible(f"no tools defined (put one per file in {home / 'tools'}/NAME.yaml)"))
     for name, tool in sorted(found.tools.items()):
-        params = " ".join(p.name if p.required else f"[{p.name}]" for p in tool.params)
         mark = "enabled here" if name in enabled else "not enabled here"
-        print(visible(f"{name} {params}".rstrip() + f"  ({mark}; {tool.source})"))
+        print(visible(f"{tool.usage()}  ({mark}; {tool.source})"))
         if tool.description:
             print(f"    {visible(tool.description)}")
     for source, why in found.errors:

@@ -67,3 +67,24 @@ def test_the_sdist_holds_what_builds_the_wheel_and_no_tests(installed: Installed
     assert set(source_files(installed.source)) - members == set()
     assert BUILD_INPUTS - members == set()
     assert sorted(name for name in members if name.startswith("tests/")) == []
+
+
+def test_the_readmes_package_install_names_the_wheel_and_an_extra_it_provides(
+    installed: Installed,
+) -> None:
+    """``pip install 'egg-sandbox[mcp]'`` (README, "Install as a package") asks for what the
+    wheel is, and the extra the installed venv was given (``[mcp]``: ``egg mcp`` works there)."""
+    from email.parser import Parser
+
+    from packaging.utils import canonicalize_name
+
+    from tests.test_readme import readme_package_requirement
+
+    requirement = readme_package_requirement()
+    (metadata,) = [
+        data for name, data in wheel_files(installed.wheel).items() if name.endswith("/METADATA")
+    ]
+    fields = Parser().parsestr(metadata.decode())
+    assert canonicalize_name(fields["Name"]) == canonicalize_name(requirement.name)
+    assert requirement.extras <= set(fields.get_all("Provides-Extra") or [])
+    assert requirement.extras == {"mcp"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 
-from tests.linux.conftest import Box
+from tests.linux.conftest import EGG, Box
 
 HELLO = (
     "name: hello\n"
@@ -38,6 +38,33 @@ def test_egg_tool_call_lists_only_what_is_enabled_and_refuses_the_rest(box: Box)
     refused = box.exec("sh", "-c", "egg-tool-call other; echo code=$?")
     assert "not enabled for this sandbox" in refused.stderr and "code=2" in refused.stdout
     assert "other\n" not in refused.stdout.splitlines()
+
+
+def test_a_required_parameter_left_out_is_refused_for_every_caller_inside(box: Box) -> None:
+    """The shim, ``egg-tool-call`` and ``egg tool-call`` get the one check: one line naming
+    the parameter, exit 2, and the tool's command never starts (its mark is never made)."""
+    mark = box.witness("ran")
+    box.write(
+        box.egg_home / "tools" / "mark.yaml",
+        f"name: mark\nrun: touch {mark}; echo ran\n"
+        "params: [{name: title, required: true}, {name: body}]\n",
+    )
+    box.config({"tools": ["mark"]})
+    callers = {
+        "shim": "mark",
+        "egg-tool-call": "egg-tool-call mark",
+        "egg": f"{EGG} tool-call mark",
+    }
+    script = "; ".join(f"{call} 2>&1; echo {name}=$?" for name, call in callers.items())
+    result = box.exec("sh", "-c", script)
+    said = "tool mark: missing the required parameter 'title' (usage: mark title [body])"
+    assert result.stdout.splitlines() == [
+        line for name in callers for line in (f"egg tool-call: {said}", f"{name}=2")
+    ], result
+    assert not mark.exists()
+    given = box.exec("sh", "-c", "mark 'a title'")
+    assert (given.returncode, given.stdout) == (0, "ran\n"), given
+    assert mark.exists()
 
 
 def test_no_tool_machinery_when_no_tool_is_enabled(box: Box) -> None:

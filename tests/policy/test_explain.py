@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -102,12 +103,32 @@ def test_provider_url_shows_as_derived(egg_cli, project):
     assert {h["value"] for h in data["suppressed"]} >= {"api.anthropic.com"}
 
 
-def test_unknown_agent_says_so(egg_cli, project):
-    result = egg_cli.run("explain", "mystery-agent").assert_ok()
+def test_a_command_that_is_no_agent_is_explained_as_the_command(egg_cli, project):
+    """egg run runs it with no agent holes; egg explain shows that policy."""
+    tool = project / "mystery-agent"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    path = {"PATH": f"{project}:{os.environ['PATH']}"}
+    result = egg_cli.run("explain", "mystery-agent", env=path).assert_ok()
     assert "unknown agent" in result.stdout
-    data = egg_cli.run("explain", "mystery-agent", "--json").json()
+    data = egg_cli.run("explain", "mystery-agent", "--json", env=path).json()
     assert data["known_agent"] is False and data["drilled"] == []
     assert data["argv"] == ["mystery-agent"]
+
+
+@pytest.mark.parametrize(
+    ("name", "hint"), [("claud", "did you mean 'claude'?"), ("mystery-agent", "agents: claude, ")]
+)
+@pytest.mark.parametrize("form", [(), ("--json",)])
+def test_no_agent_and_no_command_is_the_error_egg_run_gives(egg_cli, project, name, hint, form):
+    explained = egg_cli.run("explain", name, *form)
+    ran = egg_cli.run("run", name)
+    said = f"egg: error: unknown agent {name!r}, and no command of that name ({hint}"
+    for result in (explained, ran):
+        assert result.exit_code == 2 and result.stdout == "", result
+        (line,) = result.stderr.splitlines()
+        assert line.startswith(said), line
+    assert explained.stderr == ran.stderr
 
 
 def test_explain_for_unsandboxed_records_the_outer_boundary(egg_cli, project):

@@ -168,3 +168,38 @@ def test_a_path_from_the_sandbox_prints_on_an_ascii_terminal(tmp_path: Path, egg
     shown = egg(env, tmp_path, "policy", "suggest", "--trace", str(trace))
     assert shown.returncode == 0, shown.stderr
     assert "/srv/caf\\xe9/y (1x): " in shown.stdout  # escaped, not a crash
+
+
+def test_a_log_already_applied_prints_only_nothing_to_add(tmp_path: Path, egg_home: Path):
+    """Its hosts are all in egg.yaml now: no table of them, no heading, one line."""
+    env = {**os.environ, "EGG_HOME": str(egg_home)}
+    log = tmp_path / "network.log"
+    log.write_text("".join(json.dumps(r) + "\n" for r in OBSERVED[:4]))
+    (tmp_path / "egg.yaml").write_text("network: {domains: [listed.example.com], mode: observe}\n")
+    applied = egg(env, tmp_path, "policy", "suggest", "--log", str(log), "--apply")
+    assert applied.returncode == 0 and "wrote " in applied.stdout, applied
+    again = egg(env, tmp_path, "policy", "suggest", "--log", str(log))
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == "nothing to add: egg.yaml already covers what the run needed\n"
+    data = json.loads(egg(env, tmp_path, "policy", "suggest", "--log", str(log), "--json").stdout)
+    assert data["add"] == [] and all(h["covered"] for h in data["hosts"]) and data["hosts"]
+    # what egg.yaml does not cover yet is still shown, and only that
+    log.write_text(log.read_text() + json.dumps(record("new.example.com", would_deny=True)) + "\n")
+    shown = egg(env, tmp_path, "policy", "suggest", "--log", str(log)).stdout
+    table = shown.split("enforce mode would have refused:\n", 1)[1].split("\n\n", 1)[0]
+    assert [row.split()[0] for row in table.splitlines()[1:]] == ["new.example.com"], shown
+
+
+def test_a_trace_already_applied_prints_only_nothing_to_add(tmp_path: Path, egg_home: Path):
+    home = tmp_path / "home"
+    project = home / "project"
+    (project / "out").mkdir(parents=True)
+    env = {**os.environ, "EGG_HOME": str(egg_home), "HOME": str(home)}
+    (project / "egg.yaml").write_text("fs: [ro:./]\n")
+    trace = project / "trace.log"
+    trace.write_text(f'1 10:00:00.1 mkdir("{project}/out/x", 0777) = -1 EROFS (Read-only)\n')
+    applied = egg(env, project, "policy", "suggest", "--trace", str(trace), "--apply")
+    assert applied.returncode == 0 and "rw:~/project/out" in (project / "egg.yaml").read_text()
+    again = egg(env, project, "policy", "suggest", "--trace", str(trace))
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == "nothing to add: egg.yaml already covers what the run needed\n"

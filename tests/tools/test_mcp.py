@@ -43,7 +43,7 @@ async def exercise(session: ClientSession) -> dict[str, object]:
     greet = await session.call_tool("greet", {"who": "$(id)", "suffix": "!"})
     fail = await session.call_tool("fail", {})
     echo = await session.call_tool("echo-all", {"args": ["a b", ";c"]})
-    missing = await session.call_tool("greet", {})
+    missing = [await session.call_tool("greet", arguments) for arguments in ({}, {"suffix": "!"})]
     return {"tools": tools, "greet": greet, "fail": fail, "echo": echo, "missing": missing}
 
 
@@ -58,7 +58,12 @@ def check(found: dict[str, object], names: set[str]) -> None:
     assert fail.is_error and "bad" in fail.content[0].text and "exit code 5" in fail.content[0].text  # type: ignore[attr-defined]
     echo = found["echo"]
     assert echo.content[0].text == "a b,;c,"  # type: ignore[attr-defined]
-    assert found["missing"].is_error and "needs 'who'" in found["missing"].content[0].text  # type: ignore[attr-defined]
+    for missing in found["missing"]:  # type: ignore[attr-defined]
+        # the line the shims and egg tool-call get for it (the runner's one check)
+        assert missing.is_error and missing.content[0].text == (
+            "tool greet: missing the required parameter 'who' (usage: greet who [suffix])\n"
+            "(exit code 2)"
+        )
 
 
 def test_stdio_with_the_sdks_client(env, tmp_path):
@@ -71,6 +76,24 @@ def test_stdio_with_the_sdks_client(env, tmp_path):
             return await exercise(session)
 
     check(anyio.run(main), {"greet", "fail", "echo-all", "example-words"})
+
+
+def test_the_server_reports_eggs_version(env, tmp_path):
+    from importlib.metadata import version
+
+    import egg_core
+
+    params = StdioServerParameters(
+        command=EGG[0], args=[*EGG[1:], "mcp"], env=env, cwd=str(tmp_path)
+    )
+
+    async def main() -> object:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            return (await session.initialize()).server_info
+
+    info = anyio.run(main)
+    assert (info.name, info.version) == ("egg", egg_core.__version__)  # type: ignore[attr-defined]
+    assert info.version == version("egg-sandbox")  # type: ignore[attr-defined]
 
 
 def test_stdio_serves_only_the_named_tools(env, tmp_path):
@@ -123,6 +146,7 @@ def free_port() -> int:
 def http_server(env, tmp_path):
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
+    token_file.chmod(0o600)
     port = free_port()
     proc = subprocess.Popen(
         [*EGG, "mcp", "--http", f"127.0.0.1:{port}", "--token-file", str(token_file)],
@@ -174,6 +198,7 @@ def test_http_without_the_right_token_gets_401(http_server, header):
 def test_bad_http_arguments_are_one_line_and_exit_2(env, tmp_path):
     short = tmp_path / "short"
     short.write_text("abc\n")
+    short.chmod(0o600)
     for args, said in [
         (["--http", "127.0.0.1:99999", "--token-file", str(short)], "expected HOST:PORT"),
         (["--http", "127.0.0.1:8765"], "needs --token-file"),
@@ -186,3 +211,26 @@ def test_bad_http_arguments_are_one_line_and_exit_2(env, tmp_path):
         )
         assert result.returncode == 2, (args, result.stderr)
         assert said in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("mode", "may"), [(0o644, "read"), (0o640, "read"), (0o604, "read"), (0o620, "write")]
+)
+def test_a_token_file_others_may_read_is_refused_and_nothing_serves(env, tmp_path, mode, may):
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    token_file.chmod(mode)
+    result = subprocess.run(
+        [*EGG, "mcp", "--http", "127.0.0.1:8765", "--token-file", str(token_file)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2 and result.stdout == "", result
+    # the one line, and not the one egg prints as it starts serving ("egg: MCP on http://...")
+    assert result.stderr.splitlines() == [
+        f"egg: error: --token-file {token_file}: group or others may {may} it "
+        f"(mode {mode:04o}); chmod 600 {token_file}"
+    ]

@@ -163,6 +163,24 @@ def test_a_python_tool_gets_its_arguments_and_the_identity(egg_home):
     assert result.stdout == "3 words (asked by s-1)\n"
 
 
+def test_a_required_parameter_left_out_is_refused_without_running(tmp_path, egg_home):
+    mark = tmp_path / "ran"
+    tool_file(
+        egg_home,
+        "mark",
+        f'name: mark\nrun: touch {mark}; printf "%s|" "$@"\n'
+        "params: [{name: title}, {name: body, required: true}, {name: footer}]\n",
+    )
+    tool = tools_of(egg_home).tools["mark"]
+    said = "tool mark: missing the required parameter 'body' (usage: mark [title] body [footer])"
+    for args in ([], ["a title"]):
+        result = ToolRunner().call(tool, args, CALLER)
+        assert (result.exit_code, result.error, result.stdout) == (2, said, ""), args
+    assert not mark.exists()
+    given = ToolRunner().call(tool, ["", ""], CALLER)  # given, even empty: "$2" is there
+    assert (given.exit_code, given.stdout) == (0, "||") and mark.exists()
+
+
 # -- the socket
 
 
@@ -256,6 +274,34 @@ def test_an_edited_tool_is_seen_on_the_next_call(server, egg_home):
     assert "YAML syntax error" in answer["error"]
 
 
+def test_a_call_through_the_socket_that_leaves_out_a_required_parameter(tmp_path, egg_home):
+    """Refused by the socket before the call is audited (no guard pause for it), in the one
+    line the runner gives every caller."""
+    mark = tmp_path / "ran"
+    tool_file(
+        egg_home,
+        "mark",
+        f"name: mark\nrun: touch {mark}\nparams: [{{name: who, required: true}}]\n",
+    )
+    pm = get_plugin_manager(environ={"EGG_HOME": str(egg_home)})
+    directory = Path(os.path.realpath("/var/tmp")) / f"egg-tools-test-{os.getpid()}-{tmp_path.name}"
+    serving = toolserver.ToolServer(
+        directory, ["mark"], lambda: collect(pm, EggConfig(), egg_home), CALLER
+    ).start()
+    try:
+        answer = ask(serving, {"action": "call", "tool": "mark", "args": []})
+        assert answer == {
+            "error": "tool mark: missing the required parameter 'who' (usage: mark who)",
+            "exit_code": 2,
+        }
+        assert not mark.exists()
+    finally:
+        serving.stop()
+        import shutil
+
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def test_the_client_without_a_socket_says_so(monkeypatch, capsys):
     monkeypatch.delenv("EGG_TOOL_SOCKET", raising=False)
     assert toolclient.main(["hello"]) == 2
@@ -297,6 +343,38 @@ def test_egg_tools_lists_tools_sources_params_and_load_errors(egg_home, tmp_path
     ]
     text = egg_cli(egg_home, tmp_path, "tools")
     assert "hello [who]  (enabled here" in text.stdout and "cannot load" in text.stderr
+
+
+def test_egg_tool_call_help_on_the_host(egg_home, tmp_path):
+    """No tool socket on the host, but --help still answers (and says what it is for)."""
+    for flag in ("--help", "-h"):
+        result = egg_cli(egg_home, tmp_path, "tool-call", flag)
+        assert result.returncode == 0 and result.stderr == "", result
+        assert result.stdout.startswith("usage: egg tool-call NAME [ARGS...]")
+        assert "--list" in result.stdout and "egg tools" in result.stdout
+
+
+def test_config_validate_reports_a_tools_name_no_tool_defines(egg_home, tmp_path):
+    """The check egg exec makes at launch, word for word, so that what validates also starts."""
+    tool_file(egg_home, "hello", "name: hello\nrun: echo hi\n")
+    tool_file(egg_home, "broken", "name: broken\nrun: x\ntimout: 1s\n")
+    config = tmp_path / "egg.yaml"
+    for names, problem in [
+        ("[hello, nosuch]", "tool 'nosuch' is not defined (egg tools lists the tools)"),
+        ("[broken]", "tool 'broken': "),
+    ]:
+        config.write_text(f"tools: {names}\n")
+        checked = egg_cli(egg_home, tmp_path, "config", "validate")
+        assert checked.returncode == 2 and checked.stdout == "", checked
+        (line,) = checked.stderr.splitlines()
+        assert line.startswith(f"egg: error: {config}: tools: {problem}"), line
+        launched = egg_cli(egg_home, tmp_path, "exec", "--", "true")
+        assert launched.returncode == 125 and launched.stderr.strip().endswith(
+            line.split(": tools: ", 1)[1]
+        ), launched
+    config.write_text("tools: [hello, example-words]\n")
+    checked = egg_cli(egg_home, tmp_path, "config", "validate")
+    assert (checked.returncode, checked.stdout) == (0, "ok\n"), checked
 
 
 def test_explain_lists_the_enabled_tools_and_where_each_is_defined(egg_home, tmp_path):
