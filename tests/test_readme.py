@@ -79,3 +79,14 @@ def _exit_codes_in_the_code() -> set[int]:
 
 def test_the_readme_exit_code_table_and_the_code_agree():
     assert _readme_exit_codes() == _exit_codes_in_the_code()
+
+
+def test_the_readme_lists_the_default_environment_the_code_passes():
+    """The built-in default's env, as the README's paragraph on it spells it out."""
+    from egg_core.config import DEFAULT_ENV
+
+    text = (ROOT / "README.md").read_text()
+    passage = re.search(r"shell histories denied; env (.*?); no network\.", text, re.S)
+    assert passage, "the README's paragraph on the built-in default moved"
+    names = {n for n in re.findall(r"\b[A-Z][A-Z_]*[A-Z]\b", passage.group(1))}
+    assert names == set(DEFAULT_ENV)
