@@ -220,6 +220,32 @@ def default_deny_paths() -> list[str]:
     ]
 
 
+#: the locale: ``LANG``, every ``LC_*`` category ``locale`` prints (POSIX's and glibc's) and
+#: ``LC_ALL`` over them, and the language list gettext reads — messages, dates, sorting and the
+#: character set a program works in are the user's, inside as outside
+LOCALE_ENV = (
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_ADDRESS",
+    "LC_COLLATE",
+    "LC_CTYPE",
+    "LC_IDENTIFICATION",
+    "LC_MEASUREMENT",
+    "LC_MESSAGES",
+    "LC_MONETARY",
+    "LC_NAME",
+    "LC_NUMERIC",
+    "LC_PAPER",
+    "LC_TELEPHONE",
+    "LC_TIME",
+)
+#: what the built-in default passes from the host: who and where the user is, the terminal
+#: (``COLORTERM`` says it shows 24-bit colour: without it Gemini warns on every start and TUIs
+#: fall back to 256 colours), the time zone and the locale. Nothing in it is a secret.
+DEFAULT_ENV = ("HOME", "PATH", "TERM", "COLORTERM", "USER", "TZ", *LOCALE_ENV)
+
+
 def default_config() -> EggConfig:
     """The restrictive default used when no egg.yaml exists, and the parent of one without base.
 
@@ -235,7 +261,7 @@ def default_config() -> EggConfig:
         base=BaseRef(name="none"),
         fs=fs,
         network=NetworkConfig(shape="none"),
-        env=EnvConfig(names=("HOME", "PATH", "TERM", "LANG", "USER"), shape="list"),
+        env=EnvConfig(names=DEFAULT_ENV, shape="list"),
         present=frozenset({"base", "fs", "network", "env"}),
         source=DEFAULT_SOURCE,
     )

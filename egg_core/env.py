@@ -2,8 +2,9 @@
 
 Rules, in order:
 - only the names the policy allows (the egg.yaml allowlist or ``*`` — the built-in default lists
-  HOME, PATH, TERM, LANG and USER, and a config with no env base lists exactly its own — and the
-  agent's key variables) pass from the host;
+  HOME, PATH, TERM, COLORTERM, USER, TZ and the locale's LANG, LANGUAGE and LC_* names
+  (:data:`egg_core.config.DEFAULT_ENV`), and a config with no env base lists exactly its own —
+  and the agent's key variables) pass from the host;
 - a parent agent's own session variables (``CLAUDECODE``, ``CLAUDE_CODE_ENTRYPOINT``, ...) never
   pass: a nested agent would think it runs inside its parent's session;
 - other ``CLAUDE_CODE_*`` variables pass only when egg.yaml or the agent's profile names them

@@ -469,7 +469,7 @@ def resolve_policy(
     agent_env = [g.value for g in profile.env_vars]
     platform = platform_name or sys.platform
     agent_env += [p.name for p in profile.platform_env if p.platform == platform]
-    # exactly what egg.yaml lists (the built-in default lists HOME, PATH, TERM, LANG, USER) and
+    # exactly what egg.yaml lists (the built-in default: config.DEFAULT_ENV) and
     # what the agent's profile drills: ``base: {env: none}`` means none of the host's others
     env_names = tuple(dict.fromkeys([*config_env, *agent_env]))
     if not env_all:

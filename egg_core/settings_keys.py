@@ -28,6 +28,19 @@ names the workspace but reaches beyond it (Gemini's ``TRUST_PARENT``) is put bac
 exec cache and crash recovery carry the bound keys; an unbound ``*!cwd`` keeps nothing (``*``).
 The agent's key must equal one of those spellings exactly; any other spelling is put back.
 
+A key the run *added* with an empty value — ``null``, ``""``, ``[]`` or ``{}`` — names no command
+and grants nothing, and is the agent's own default written out: it stays, and nothing is said
+(Claude writes ``mcpServers: {}``, ``allowedTools: []`` and the like for every new project; a
+report of those on every first run teaches users to ignore the report). Only that exact value
+counts: a table with anything in it is not empty (``env: {"GIT_SSL_NO_VERIFY": ""}`` sets a
+variable whose mere presence turns git's TLS checks off), nor is a change from a value the file
+had, nor a removal (``disabledMcpjsonServers: ["x"]`` emptied enables ``x``). ``false`` is not
+empty in general — ``security.folderTrust.enabled: false`` turns Gemini's folder trust off, and
+that is on by default — so a pattern with no ``*!cwd`` in it names, after ``=``, the further
+values a key it adds may take and stay: ``projects.*.hasClaudeMdExternalIncludesApproved=[false]``.
+(With ``*!cwd`` the list is the workspace's own, as above; its other keys get the empty values
+only.) A dotenv file has no empty values: a variable set to nothing is still set.
+
 Standard library only until a TOML file needs writing: the exec cache's fast path imports this.
 """
 
@@ -142,7 +155,9 @@ def revert(
             segments, values = parse(key)
         except ValueError as exc:
             raise Unparseable(str(exc)) from None
-        _differences(before, after, segments, [], actions, values)
+        _differences(
+            before, after, segments, [], actions, values, added=_added_ok(segments, values, fmt)
+        )
     if not actions:
         return None, []
     if fmt == "dotenv":
@@ -228,6 +243,23 @@ def _json_with_comments(text: str) -> Any:
     return json.loads("".join(out))
 
 
+#: what a key the run adds may hold and stay, unsaid (see the module doc); types compared too
+EMPTY_VALUES: tuple[Any, ...] = (None, "", [], {})
+
+
+def _added_ok(
+    segments: Sequence[str | _AllBut], values: tuple[Any, ...] | None, fmt: str
+) -> tuple[Any, ...]:
+    """The values a key this pattern guards may be added with and stay (outside the
+    workspace's own key): the empty ones, and a pattern's own ``=[values]`` unless they are
+    the workspace's (``*!cwd``); none in a dotenv file."""
+    if fmt == "dotenv":
+        return ()
+    if values is None or any(isinstance(s, _AllBut) for s in segments):
+        return EMPTY_VALUES
+    return (*EMPTY_VALUES, *values)
+
+
 def _differences(
     before: Any,
     after: Any,
@@ -236,10 +268,12 @@ def _differences(
     actions: list[tuple[list[str], Any]],
     values: tuple[Any, ...] | None = None,
     workspace: bool = False,
+    added: tuple[Any, ...] = (),
 ) -> None:
     """Append (path, old value or _MISSING) for each place under ``parts`` where ``after``
     differs from ``before``, except the workspace's own answers (``*!cwd``: below its key, a
-    change stays when ``values`` is None, or is a removal or one of ``values``)."""
+    change stays when ``values`` is None, or is a removal or one of ``values``) and a key the
+    run added with one of the ``added`` values (nothing to revert: see the module doc)."""
     old_table = before if isinstance(before, dict) else {}
     new_table = after if isinstance(after, dict) else {}
     head, rest = parts[0], parts[1:]
@@ -252,7 +286,9 @@ def _differences(
         old = old_table.get(name, _MISSING)
         new = new_table.get(name, _MISSING)
         if not rest:
-            if old != new and not (here and (new is _MISSING or _one_of(new, values or ()))):
+            kept = here and (new is _MISSING or _one_of(new, values or ()))
+            inert = not here and old is _MISSING and _one_of(new, added)
+            if old != new and not kept and not inert:
                 actions.append(([*at, name], old))
             continue
         if isinstance(new, dict) or isinstance(old, dict):
@@ -260,7 +296,7 @@ def _differences(
                 # a table turned into something else: give the whole table back
                 actions.append(([*at, name], old))
                 continue
-            _differences(old, new, rest, [*at, name], actions, values, here)
+            _differences(old, new, rest, [*at, name], actions, values, here, added)
 
 
 def _one_of(value: Any, allowed: Sequence[Any]) -> bool:

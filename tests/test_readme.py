@@ -177,3 +177,14 @@ def test_the_readme_tool_file_loads_and_shows_every_key(tmp_path):
     tool = yaml_tools.load_tool_file(path)
     required = [p.name for p in tool.params if p.required]
     assert required == ["title"] and tool.missing([]) is not None and tool.missing(["t"]) is None
+
+
+def test_the_readme_lists_the_default_environment_the_code_passes():
+    """The built-in default's env, as the README's paragraph on it spells it out."""
+    from egg_core.config import DEFAULT_ENV
+
+    text = (ROOT / "README.md").read_text()
+    passage = re.search(r"shell histories denied; env (.*?); no network\.", text, re.S)
+    assert passage, "the README's paragraph on the built-in default moved"
+    names = {n for n in re.findall(r"\b[A-Z][A-Z_]*[A-Z]\b", passage.group(1))}
+    assert names == set(DEFAULT_ENV)

@@ -148,7 +148,9 @@ _SETTINGS_PERMISSIONS = (
 #: uploads; the account (see the docstring): the API key a Console sign-in keeps there, the
 #: approved and rejected ANTHROPIC_API_KEY answers, the subscription account and organization;
 #: and trust given to any directory but the run's own workspace. Everything else there (the
-#: workspace's trust answer, counters, caches) is claude's to keep.
+#: workspace's trust answer, counters, caches) is claude's to keep, and so is what it writes
+#: into every new project's entry — ``mcpServers: {}``, ``allowedTools: []``, ``false`` for the
+#: approvals (``=[false]``: not given) — which names nothing (egg_core.settings_keys).
 _STATE_COMMANDS = (
     "mcpServers",
     "env",
@@ -161,11 +163,11 @@ _STATE_COMMANDS = (
     "autoUploadSessions",
     "projects.*.mcpServers",
     "projects.*.enabledMcpjsonServers",
-    "projects.*.enableAllProjectMcpServers",
+    "projects.*.enableAllProjectMcpServers=[false]",
     "projects.*.allowedTools",
     "projects.*.disabledMcpjsonServers",
-    "projects.*.hasClaudeMdExternalIncludesApproved",
-    "bypassPermissionsModeAccepted",
+    "projects.*.hasClaudeMdExternalIncludesApproved=[false]",
+    "bypassPermissionsModeAccepted=[false]",
     "claudeInChromeDefaultEnabled",
     "primaryApiKey",
     "customApiKeyResponses",

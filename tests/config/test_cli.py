@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from egg_core.config import DEFAULT_ENV
 from egg_core.config_yaml import load_config_file
 
 
@@ -46,7 +47,7 @@ def test_show_resolved_json_of_a_user_written_config(egg_cli, project, egg_home)
         "agent_domains": "merge",
     }
     assert "deny:~/.ssh" in data["fs"] and "deny:~/.config/gh" in data["fs"]
-    assert data["env"] == ["HOME", "PATH", "TERM", "LANG", "USER", "TEAM_TOKEN"]
+    assert data["env"] == [*DEFAULT_ENV, "TEAM_TOKEN"]
     assert data["resources"]["memory"] == "4GB"
 
 

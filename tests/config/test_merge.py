@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from egg_core.config import (
+    DEFAULT_ENV,
     EggConfig,
     EnvConfig,
     FsRule,
@@ -163,7 +164,7 @@ def test_default_config_matches_the_design():
         assert f"deny:{denied}" in rules
     # ./egg.yaml and .git are egg's own protections (policy.protected), not a base's rules
     assert not [r for r in rules if "egg.yaml" in r or ".git" in r]
-    assert config.env.names == ("HOME", "PATH", "TERM", "LANG", "USER")
+    assert config.env.names == DEFAULT_ENV
     assert config.network.domains == () and not config.network.unrestricted
     assert all(r.source == "built-in default" for r in config.fs)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from egg_core.config import DEFAULT_ENV
 from egg_core.config_files import discover_config, resolve_config_file
 from egg_core.errors import ConfigError
 
@@ -113,7 +114,7 @@ def test_mask_path_and_env_mask(tmp_path, env, egg_home):
 def test_masks_without_name_mask_the_default(tmp_path, env):
     config, _ = resolve_config_file(write(tmp_path / "egg.yaml", "base: {fs: none}\n"), env)
     assert rules(config) == []
-    assert config.env.names == ("HOME", "PATH", "TERM", "LANG", "USER")
+    assert config.env.names == DEFAULT_ENV
 
 
 def test_masks_with_base_none_are_an_error(tmp_path, env):

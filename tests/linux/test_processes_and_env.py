@@ -107,6 +107,17 @@ def test_unlisted_variables_do_not_reach_the_command(box: Box) -> None:
     assert f"HOME={box.home}" in result.stdout.splitlines()
 
 
+def test_the_terminal_time_zone_and_locale_reach_the_command_by_default(box: Box) -> None:
+    """No egg.yaml: COLORTERM, TZ, LANGUAGE and every LC_* name pass as the host has them."""
+    from tests.policy.test_env import DESK
+
+    result = box.exec("/usr/bin/env", env=DESK)
+
+    assert result.returncode == 0, result.stderr
+    seen = dict(line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)
+    assert {name: seen.get(name) for name in DESK} == DESK
+
+
 def test_an_environment_with_no_base_is_exactly_what_egg_yaml_lists(box: Box) -> None:
     """``base: {env: none}``: no variable the user did not list, HOME and PATH included."""
     box.config({"base": {"env": "none"}, "env": ["CUSTOM_ONLY"]})

@@ -47,7 +47,7 @@ def test_allowlist_passes_only_listed_and_essential_names():
 
 def test_an_empty_slate_passes_no_variable_at_all():
     """``base: none`` with no env: the sandbox gets none of the host's variables (egg.yaml says
-    exactly what passes; the built-in default is what lists HOME, PATH, TERM, LANG, USER)."""
+    exactly what passes; the built-in default is what lists HOME, PATH, TERM, LANG, USER...)."""
     from egg_core.config_yaml import load_config_string
     from egg_core.policy import resolve_policy
     from tests.policy.conftest import CWD, HOME, profile
@@ -181,3 +181,32 @@ def test_env_values_never_enter_the_policy():
     for value in ("sk-ant-secret", "aws-secret", "gh-secret"):
         assert value not in text
     assert os.environ.get("ANTHROPIC_API_KEY", "") not in ("sk-ant-secret",)
+
+
+#: the terminal's colour depth, the time zone and the locale of a user in Berlin with English
+#: messages (issue 24: Gemini warned "True color not detected" on every start without COLORTERM)
+DESK = {
+    "COLORTERM": "truecolor",
+    "TZ": "Europe/Berlin",
+    "LANGUAGE": "en_GB:en",
+    "LC_ALL": "de_DE.UTF-8",
+    "LC_ADDRESS": "de_DE.UTF-8",
+    "LC_COLLATE": "C",
+    "LC_CTYPE": "de_DE.UTF-8",
+    "LC_IDENTIFICATION": "de_DE.UTF-8",
+    "LC_MEASUREMENT": "de_DE.UTF-8",
+    "LC_MESSAGES": "en_GB.UTF-8",
+    "LC_MONETARY": "de_DE.UTF-8",
+    "LC_NAME": "de_DE.UTF-8",
+    "LC_NUMERIC": "de_DE.UTF-8",
+    "LC_PAPER": "de_DE.UTF-8",
+    "LC_TELEPHONE": "de_DE.UTF-8",
+    "LC_TIME": "de_DE.UTF-8",
+}
+
+
+def test_the_terminal_time_zone_and_locale_pass_by_default():
+    env = env_for(environ={**HOST, **DESK})
+
+    assert {name: env.get(name) for name in DESK} == DESK
+    assert "GITHUB_TOKEN" not in env and "MY_VAR" not in env
