@@ -241,7 +241,7 @@ class Daemon(SessionStartup, SessionServing):
             self.first_output = now
         for client in self.clients:
             if client.attached and client.behind_since is None:
-                client.send(p.OUTPUT, data)
+                client.send_live(data)
                 if client.buffered() > HIGH_WATER:
                     client.behind_since = now
         self.ring.feed(data)

@@ -2,10 +2,11 @@
 answers by *typing* the answer into the program's input.
 
 Live, that is how programs learn what terminal they run in (Gemini CLI and vim probe colours and
-device attributes at start). Replayed in a reattach repaint, the same queries would be answered
-again by the attaching terminal, and the answers would reach the program as keystrokes the user
-never typed: a dialog option selected, ``>|tmux 3.3a1;2c`` in an input box. So a repaint carries
-none of them (:func:`strip`); live output is left alone.
+device attributes at start; opencode asks for kitty graphics and notifications). Replayed in a
+reattach repaint, the same queries would be answered again by the attaching terminal, and the
+answers would reach the program as keystrokes the user never typed: a dialog option selected,
+``>|tmux 3.3a1;2c`` in an input box. So a repaint carries none of them
+(:mod:`egg_core.session.strings` drops them, each whole); live output is left alone.
 
 The forms removed, each a question and never a drawing operation:
 
@@ -14,23 +15,36 @@ The forms removed, each a question and never a drawing operation:
   keyboard, locator, colour scheme ``?996n``);
 - XTVERSION ``CSI > q``; DECRQM ``CSI ? … $ p`` and ``CSI … $ p``; the kitty keyboard query
   ``CSI ? u``; window reports of XTWINOPS (``CSI 11/13/14/15/16/18/19/20/21 … t``);
+  (CSI as ``ESC [`` or as the C1 control U+009B);
 - OSC colour and clipboard queries (a ``?`` as the value: ``OSC 10 ; ?``, ``OSC 4 ; 1 ; ?``,
-  ``OSC 52 ; c ; ?``);
-- DCS requests: XTGETTCAP (``DCS + q``) and DECRQSS (``DCS $ q``).
+  ``OSC 52 ; c ; ?``), and kitty's notification query (``OSC 99 ; … p=? … ;``);
+- DCS requests: XTGETTCAP (``DCS + q``) and DECRQSS (``DCS $ q``);
+- kitty's graphics query (``APC G … a=q …``, answered with ``APC G i=…;OK``).
+
+The string sequences (OSC, DCS, APC) are judged whole by :func:`is_query_string`; the CSI forms
+are a pattern (:data:`CSI_QUERY`) for the scanner that finds both.
 """
 
 from __future__ import annotations
 
 import re
 
-_QUERY = re.compile(
-    rb"\x1b\[(?:0?c|[>=][0-9;]*c|[56]n|\?[0-9;]*n|>[0-9]*q|\??[0-9;]*\$p|\?u"
+#: a CSI query, as a pattern to embed in a scanner (it matches only outside string sequences)
+CSI_QUERY = (
+    rb"(?:\x1b\[|\xc2\x9b)(?:0?c|[>=][0-9;]*c|[56]n|\?[0-9;]*n|>[0-9]*q|\??[0-9;]*\$p|\?u"
     rb"|(?:1[13-689]|2[01])(?:;[0-9]*)*t)"
-    rb"|\x1b\][0-9]+;(?:[^\x07\x1b]*;)?\?(?:\x07|\x1b\\)"
-    rb"|\x1bP[+$]q[^\x1b\x07]*(?:\x1b\\|\x07)"
 )
+_OSC_QUERY = re.compile(rb"[0-9]+;(?:.*;)?\?|99;[^;]*\bp=\?.*", re.S)
+_KITTY_GRAPHICS_QUERY = re.compile(rb"G(?:[^;]*,)?a=q(?=[,;]|\Z)", re.S)
 
 
-def strip(data: bytes) -> bytes:
-    """``data`` without any terminal query (see the module docstring)."""
-    return _QUERY.sub(b"", data)
+def is_query_string(kind: bytes, body: bytes) -> bool:
+    """Whether the string sequence of ``kind`` (``]`` OSC, ``P`` DCS, ``_`` APC, ...) with
+    ``body`` (what is between its introducer and its terminator) asks the terminal something."""
+    if kind == b"]":
+        return _OSC_QUERY.fullmatch(body) is not None
+    if kind == b"P":
+        return body[:2] in (b"+q", b"$q")
+    if kind == b"_":
+        return _KITTY_GRAPHICS_QUERY.match(body) is not None
+    return False

@@ -34,7 +34,7 @@ import re
 
 import attrs
 
-from egg_core.session import queries
+from egg_core.session import strings
 from egg_core.session.modes import ModeTracker, TerminalModes
 
 DEFAULT_CAPACITY = 8 * 1024 * 1024
@@ -79,6 +79,16 @@ class Cut:
     modes: TerminalModes
     exact: bool
     kind: str  # "plain", "repaint" or "fallback" (see the module docstring)
+
+
+@attrs.frozen
+class Replay:
+    """A reattach payload, the cut it starts from, and what to take out of the live output that
+    follows it (the rest of a string sequence the payload dropped unfinished, if any)."""
+
+    payload: bytes
+    cut: Cut
+    skip: strings.Skip | None
 
 
 class ReplayRing:
@@ -172,15 +182,18 @@ class ReplayRing:
         ``cols`` does not move the cut point: every row takes at least one line feed, whatever the
         width, so counting line feeds is enough.
         """
-        return self.repaint(rows)[0]
+        return self.repaint(rows).payload
 
-    def repaint(self, rows: int, history: int = DEFAULT_HISTORY) -> tuple[bytes, Cut]:
+    def repaint(self, rows: int, history: int = DEFAULT_HISTORY) -> Replay:
         """The reattach payload and the cut it starts from (``cut.exact`` False: the program
-        should be made to repaint itself), computing the cut once. The replayed output carries
-        no terminal query (:mod:`egg_core.session.queries`): the attaching terminal would answer
-        it into the program's input."""
+        should be made to repaint itself), computing the cut once. The payload is well-formed
+        (:mod:`egg_core.session.strings`): every string sequence in it complete, none of the
+        program's terminal queries (:mod:`egg_core.session.queries`: the attaching terminal
+        would answer them into the program's input), no passthrough; ``skip`` says what to take
+        out of the live output when the ring ends inside a string sequence."""
         cut = self.cut(rows, history=history)
-        return RESET + cut.modes.preamble() + queries.strip(self.read(cut.start)), cut
+        payload, skip = strings.for_repaint(cut.modes.preamble() + self.read(cut.start))
+        return Replay(payload=RESET + payload, cut=cut, skip=skip)
 
     def since_last_repaint(self, rows: int = 50, *, max_bytes: int | None = None) -> bytes:
         """Bytes that draw the current screen on a freshly reset terminal: preamble, then output.

@@ -19,6 +19,7 @@ from egg_core.session.store import (
     SessionPaths,
     log,
 )
+from egg_core.session.strings import Skip
 
 HIGH_WATER = 4 * 1024 * 1024  # a client this far behind stops getting live output
 LOW_WATER = 256 * 1024  # ... and is repainted once it has drained to here
@@ -52,6 +53,19 @@ class Client:
         self.active = 0.0
         #: the scrollback it asked for (None: the default)
         self.history: int | None = None
+        #: the rest of a string sequence its repaint dropped unfinished, to take out of the live
+        #: output (None: nothing to take out)
+        self.skip: Skip | None = None
+
+    def send_live(self, data: bytes) -> None:
+        """Live output, less the rest of a string sequence its repaint dropped."""
+        if self.skip is not None:
+            data = self.skip.feed(data)
+            if self.skip.done:
+                self.skip = None
+            if not data:
+                return
+        self.send(p.OUTPUT, data)
 
     def send(self, frame_type: int, payload: bytes = b"") -> None:
         if self.transport.is_closing():
@@ -106,11 +120,12 @@ class SessionServing:
 
         if history is not None:
             client.history = history
-        payload, cut = self.ring.repaint(
+        replay = self.ring.repaint(
             client.rows, client.history if client.history is not None else DEFAULT_HISTORY
         )
-        self.send_output(client, payload)
-        return cut.exact
+        client.skip = replay.skip
+        self.send_output(client, replay.payload)
+        return replay.cut.exact
 
     def send_output(self, client: Client, payload: bytes) -> None:
         for start in range(0, len(payload), OUTPUT_CHUNK):

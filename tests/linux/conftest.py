@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,8 @@ from typing import Any
 import attrs
 import pytest
 import yaml
+
+from tests.tmux import Tmux
 
 EGG = str(Path(sys.prefix) / "bin" / "egg")
 #: the interpreter the sandboxed probes run with (outside the venv, isolated with -I)
@@ -333,6 +336,36 @@ def box(identity: Identity, boxes_dir: Path) -> Iterator[Box]:
     box.write(".profile", "# host profile\n")
     yield box
     shutil.rmtree(root, ignore_errors=True)
+
+
+# -- the user's terminal: a real tmux ----------------------------------------------------------
+
+
+@pytest.fixture
+def pane(box: Box) -> Iterator[Tmux]:
+    """A tmux server as the box's identity, whose panes say TERM=tmux-256color (as tmux's own
+    default does): the user's terminal."""
+    base = box.mkdir(box.root / "tmux", mode=0o700)
+    server = Tmux(
+        base,
+        box.env({"TERM": "xterm-256color"}),
+        wrap=box.identity.wrap,
+        config='set -g default-terminal "tmux-256color"\n',
+    )
+    box.chown(server.config)
+    yield server
+    server("kill-server")
+
+
+def only_session(box: Box) -> str:
+    """The id of the one session the box has, once it has one."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        found = [p.name for p in (box.egg_home / "sessions").glob("????????")]
+        if found:
+            return found[0]
+        time.sleep(0.05)
+    raise AssertionError("no session started")
 
 
 # -- host-side witnesses -----------------------------------------------------------------------

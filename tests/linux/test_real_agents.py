@@ -25,8 +25,9 @@ from typing import Any
 import pytest
 
 from egg_core.testing.modelserver import ModelServer
+from tests.tmux import Tmux
 
-from .conftest import Box, Result
+from .conftest import EGG, Box, Result, only_session
 
 #: pinned: the versions the profiles were checked against (see each agent plugin's docstring)
 PACKAGES = {
@@ -296,6 +297,47 @@ def test_opencode(box: Box, model: ModelServer, agent_bin: Path) -> None:
     assert again.returncode == 0, again.stderr
     resumed = json.dumps(model.bodies[requests_before:])
     assert '"hi"' in resumed and "second question" in resumed
+
+
+def test_opencode_reattached_in_a_tmux_pane_shows_its_ui_and_ends_right(
+    box: Box, model: ModelServer, agent_bin: Path, pane: Tmux
+) -> None:
+    """Issue 24: the real opencode TUI in a tmux pane (TERM=tmux-256color: it wraps some of its
+    queries in tmux's passthrough), detached and reattached: the pane shows its UI, and after it
+    exits the pane is on the main screen, the cursor shown, ``[exited]`` said."""
+    box.config(
+        {
+            "network": {"local_ports": [model.port]},
+            "env": ["OPENCODE_DISABLE_MODELS_FETCH", "npm_config_registry"],
+        }
+    )
+    pane.env.update(
+        PATH=f"{agent_bin}:/usr/local/bin:/usr/bin:/bin",
+        OPENCODE_CONFIG_CONTENT=opencode_config(model.url),
+        OPENCODE_DISABLE_MODELS_FETCH="1",
+        npm_config_registry=f"{model.url}/npm/",
+    )
+    pane.start("sh", box.workspace, cols=100, rows=30)
+    pane.keys(f"{EGG} run opencode", "Enter")
+    pane.wait_for("Ask anything", timeout=120)
+    session = only_session(box)
+    try:
+        pane.keys("C-\\")
+        pane.wait_for(f"egg attach {session} to return")
+        pane.keys("clear", "Enter")
+        pane.wait_for_gone("egg attach")
+
+        pane.keys(f"{EGG} attach {session}", "Enter")
+        shown = pane.wait_for("Ask anything", timeout=60)
+
+        assert PACKAGES["opencode"].rsplit("@", 1)[1] in shown, shown  # its status bar too
+        assert pane.flags()["alternate_on"] == "1"
+        pane.keys("C-c")  # opencode's exit, with nothing typed
+        shown = pane.wait_for("[exited", timeout=60)
+        assert pane.flags()["alternate_on"] == "0" and pane.flags()["cursor_flag"] == "1"
+        assert "Ask anything" not in shown
+    finally:
+        box.run("kill", session)  # (ended already, unless a check failed)
 
 
 #: an opencode tool whose module, imported, leaves ``name`` in the home (opencode imports every

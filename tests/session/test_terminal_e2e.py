@@ -24,17 +24,9 @@ from tests.session.test_sessions import (
     start,
     status,
 )
+from tests.tmux import Tmux
 
 EGG_CMD = " ".join(EGG)
-#: the pane's terminal state, as tmux itself reports it
-FLAGS = (
-    "alternate_on",
-    "cursor_flag",
-    "keypad_flag",
-    "keypad_cursor_flag",
-    "mouse_any_flag",
-    "mouse_sgr_flag",
-)
 
 # A full-screen program: alternate screen, application keypad and cursor keys, mouse reporting
 # (SGR), hidden cursor; then it waits for a line and exits with the code it was given.
@@ -61,68 +53,6 @@ with open("read.log", "ab", buffering=0) as log:
             break
         log.write(data)
 """
-
-
-class Tmux:
-    """A tmux server of this test's own: the user's terminal."""
-
-    def __init__(self, base: Path, env: dict[str, str]) -> None:
-        self.sock = str(base / "tmux.sock")
-        self.env = {**env, "SHELL": "/bin/sh", "TERM": "xterm-256color"}
-        self.config = base / "tmux.conf"
-        self.config.write_text("set -g history-limit 100000\n")
-
-    def __call__(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["tmux", "-S", self.sock, "-f", str(self.config), *args],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-
-    def start(self, command: str, cwd: Path, cols: int = 80, rows: int = 24) -> None:
-        result = self(
-            "new-session", "-d", "-x", str(cols), "-y", str(rows), "-c", str(cwd), command
-        )
-        assert result.returncode == 0, result.stderr
-
-    def screen(self) -> str:
-        return self("capture-pane", "-p").stdout
-
-    def everything(self) -> str:
-        """The screen and all of the pane's scrollback, wrapped lines joined.
-
-        Joined so a long command line (a deep checkout's path) that wraps
-        cannot leave a fragment such as a session id's digits on a line of
-        its own, where a test counting numbered lines would read it.
-        """
-        return self("capture-pane", "-p", "-J", "-S", "-").stdout
-
-    def flags(self) -> dict[str, str]:
-        fmt = " ".join(f"#{{{name}}}" for name in FLAGS)
-        values = self("display-message", "-p", fmt).stdout.split()
-        return dict(zip(FLAGS, values, strict=True))
-
-    def wait_for(self, text: str, timeout: float = TIMEOUT, whole: bool = False) -> str:
-        deadline = time.monotonic() + timeout
-        shown = ""
-        while time.monotonic() < deadline:
-            shown = self.everything() if whole else self.screen()
-            if text in "\n" + shown:
-                return shown
-            time.sleep(0.05)
-        raise AssertionError(f"{text!r} never appeared; the pane shows:\n{shown}")
-
-    def wait_for_gone(self, text: str, timeout: float = TIMEOUT) -> None:
-        """Until ``text`` is no longer on the screen."""
-        deadline = time.monotonic() + timeout
-        while text in "\n" + self.screen():
-            assert time.monotonic() < deadline, f"{text!r} stayed on the screen"
-            time.sleep(0.05)
-
-    def keys(self, *keys: str) -> None:
-        self("send-keys", *keys)
 
 
 @pytest.fixture
