@@ -218,17 +218,20 @@ def _mounts(policy: EffectivePolicy, request: BwrapRequest) -> tuple[list[str], 
             if probe(path).kind == "missing" or not _exposed(path, policy):
                 out += ["--dir", path]
     shielded = []
+    decided = mount_decisions(out, empty, [])  # kept up to date as protections are added
     for entry in policy.protected:
         if entry.path in placeholders:
-            out += ["--ro-bind", entry.path, entry.path]
-            continue
-        if entry.mode in ("deny-write", "ro") and already_read_only(
-            mount_decisions(out, empty, []), probe(entry.path).real
-        ):
-            continue
-        out += _entry_args(entry, empty, remount)
-        if entry.mode != "deny":
-            shielded.append(probe(entry.path).real)
+            block = ["--ro-bind", entry.path, entry.path]
+        elif entry.mode == "deny":
+            block = _entry_args(entry, empty, remount)
+        else:
+            real = probe(entry.path).real
+            if entry.mode in ("deny-write", "ro") and already_read_only(decided, real):
+                continue
+            block = _entry_args(entry, empty, remount)
+            shielded.append(real)
+        out += block
+        decided += mount_decisions(block, empty, [])
     again = []
     for order, entry in enumerate(policy.fs):
         real = probe(entry.path).real
