@@ -250,9 +250,9 @@ def attach(
                     break
                 if wake_r in ready:
                     os.read(wake_r, 64)
-                    if not read_only:
-                        rows, cols = terminal_size(in_fd if os.isatty(in_fd) else out_fd)
-                        conn.send(p.RESIZE, p.pack_size(rows, cols))
+                    # (a watcher's size only says how the session's screen is drawn for it)
+                    rows, cols = terminal_size(in_fd if os.isatty(in_fd) else out_fd)
+                    conn.send(p.RESIZE, p.pack_size(rows, cols))
                 if in_fd in ready:
                     data = os.read(in_fd, 65536)
                     if not data:

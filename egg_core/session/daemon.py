@@ -239,12 +239,17 @@ class Daemon(SessionStartup, SessionServing):
         self.last_activity = now
         if self.first_output is None:
             self.first_output = now
+        framed = False
         for client in self.clients:
-            if client.attached and client.behind_since is None:
+            if client.framed:
+                framed = True
+            elif client.attached and client.behind_since is None:
                 client.send_live(data)
                 if client.buffered() > HIGH_WATER:
                     client.behind_since = now
         self.ring.feed(data)
+        if framed:
+            self.frames_due()
         if self.audit is not None:
             self.audit.record(2, data)
 
@@ -452,6 +457,7 @@ class Daemon(SessionStartup, SessionServing):
         self.rows, self.cols = rows, cols
         with contextlib.suppress(OSError):
             self.proc.setwinsize(rows, cols)
+        self.reconsider([c for c in self.clients if c.read_only])
         if self.audit is not None:
             self.audit.record(3, p.pack_size(rows, cols))
 
@@ -565,6 +571,7 @@ class Daemon(SessionStartup, SessionServing):
             git_guard=self.git_lines,
         )
         self.finished = True
+        await self.draw_frames()  # watchers of another size: the final screen before the end
         for client in list(self.clients):
             if client.attached and client.behind_since is not None:
                 # it fell behind and got no live output since: the final screen, then the end

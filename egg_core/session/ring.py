@@ -195,13 +195,16 @@ class ReplayRing:
         payload, skip = strings.for_repaint(cut.modes.preamble() + self.read(cut.start))
         return Replay(payload=RESET + payload, cut=cut, skip=skip)
 
-    def since_last_repaint(self, rows: int = 50, *, max_bytes: int | None = None) -> bytes:
+    def since_last_repaint(
+        self, rows: int = 50, *, max_bytes: int | None = None, history: int = DEFAULT_HISTORY
+    ) -> bytes:
         """Bytes that draw the current screen on a freshly reset terminal: preamble, then output.
 
-        For ``egg status --screen`` (``screen.render``) and tests; ``max_bytes`` bounds the output
-        part, at the price of exactness, when rendering with a slow emulator.
+        For ``egg status --screen`` (``screen.render``), watchers of another size
+        (:mod:`egg_core.session.watching`, which want no ``history``) and tests; ``max_bytes``
+        bounds the output part, at the price of exactness, when rendering with a slow emulator.
         """
-        cut = self.cut(rows, max_bytes=max_bytes)
+        cut = self.cut(rows, history=history, max_bytes=max_bytes)
         return cut.modes.preamble() + self.read(cut.start)
 
     def cut(

@@ -244,10 +244,16 @@ def render(data: bytes, rows: int, cols: int, budget: float | None = None) -> Sc
     thousands of times slower than a terminal, ``ESC # 8`` fills the whole screen); the screen
     then says so in ``complete``.
     """
+    screen = Screen(cols, rows)
+    feed(screen, ByteStream(screen), data, budget)
+    return screen
+
+
+def feed(screen: Screen, stream: ByteStream, data: bytes, budget: float | None = None) -> None:
+    """Feed ``data`` through ``stream`` to ``screen`` as :func:`render` does (``complete`` False
+    when ``budget`` seconds ran out first)."""
     import time
 
-    screen = Screen(cols, rows)
-    stream = ByteStream(screen)
     deadline = None if budget is None else time.monotonic() + budget
     for i in range(0, len(data), _BLOCK):
         if deadline is not None and time.monotonic() > deadline:
@@ -257,4 +263,3 @@ def render(data: bytes, rows: int, cols: int, budget: float | None = None) -> Sc
             stream.feed(data[i : i + _BLOCK])
         except Exception:  # a status display must survive odd agent output
             continue
-    return screen

@@ -14,12 +14,14 @@ import time
 from typing import Any
 
 from egg_core.session import protocol as p
+from egg_core.session.mirror import Drawn
 from egg_core.session.ring import ReplayRing
 from egg_core.session.store import (
     SessionPaths,
     log,
 )
 from egg_core.session.strings import Skip
+from egg_core.session.watching import SessionWatching
 
 HIGH_WATER = 4 * 1024 * 1024  # a client this far behind stops getting live output
 LOW_WATER = 256 * 1024  # ... and is repainted once it has drained to here
@@ -56,6 +58,10 @@ class Client:
         #: the rest of a string sequence its repaint dropped unfinished, to take out of the live
         #: output (None: nothing to take out)
         self.skip: Skip | None = None
+        #: a read-only watcher of another size: sent frames of the emulated screen, not the
+        #: output (egg_core.session.watching), and what its terminal was last sent of them
+        self.framed = False
+        self.drawn: Drawn | None = None
 
     def send_live(self, data: bytes) -> None:
         """Live output, less the rest of a string sequence its repaint dropped."""
@@ -77,8 +83,10 @@ class Client:
         return int(self.transport.get_write_buffer_size())
 
 
-class SessionServing:
+class SessionServing(SessionWatching):
     """The client half of :class:`egg_core.session.daemon.Daemon` (which sets these)."""
+
+    screen_max_bytes = SCREEN_MAX_BYTES
 
     paths: SessionPaths
     token: bytes
@@ -263,13 +271,21 @@ class SessionServing:
                 # egg run's own client: everything from the first byte, as if it had been there
                 exact = True
                 self.send_output(client, self.ring.read(0))
+            elif self.needs_frames(client):
+                # a watcher of another size: the emulated screen, drawn at the session's size
+                client.framed = True
+                exact = self.ring.cut(self.rows).exact
+                if self.finished:
+                    self.first_frame_then_exit(client)
+                else:
+                    self.frames_due()
             else:
                 exact = self.repaint(client, request.history)
             if self.exit_code is None and not exact:
                 # The ring cannot reproduce the screen exactly (a program that redraws by moving
                 # the cursor up, like Ink-based agents): have the program repaint itself.
                 self.nudge_repaint()
-            if self.finished:
+            if self.finished and not client.framed:
                 # (before that, finish() sends it: once the settings are restored and the end
                 # is recorded, so a user never has the prompt back before the session is over)
                 code = self.exit_code if self.exit_code is not None else 1
@@ -301,8 +317,10 @@ class SessionServing:
         if kind == p.DETACH:
             return False
         if client.read_only:
-            if kind == p.RESIZE:
-                p.unpack_size(frame.payload)  # still validated
+            if kind == p.RESIZE:  # its own terminal's size: the session's stays
+                client.rows, client.cols = p.unpack_size(frame.payload)
+                client.drawn = None  # what its terminal shows now is its own (tmux reflows)
+                self.reconsider([client])
             return True
         if kind == p.INPUT:
             client.active = time.monotonic()

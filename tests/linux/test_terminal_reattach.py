@@ -98,3 +98,110 @@ def test_a_tui_reattached_in_a_tmux_pane_shows_and_ends_right(box: Box, pane: Tm
         assert meta["exit_code"] == 3
     finally:
         box.run("kill", session)  # (ended already, unless a check failed)
+
+
+# -- a read-only watcher whose terminal is another size (issue 24, item 3)
+
+#: long lines that wrap at the session's 80 columns, scrolled past its 24 rows, and a status
+#: redrawn three rows up from the cursor, as Ink does; more of both when the test says so
+WIDE = r"""
+import os, sys, time
+def wait_for_file(name):
+    while not os.path.exists(name):
+        time.sleep(0.05)
+def burst(first, count):
+    for i in range(first, first + count):
+        sys.stdout.write("line %03d " % i + "abcdefghij" * 9 + "\r\n")
+def status(k):
+    sys.stdout.write("\r\n\r\n\r\n\x1b[3A\r\x1b[2K\x1b[7mSTATUS %d\x1b[0m three rows up\x1b[3B\r" % k)
+    sys.stdout.flush()
+burst(1, 30)
+status(1)
+wait_for_file("more")
+burst(31, 7)
+status(2)
+wait_for_file("end")
+"""
+
+
+def session_screen(box: Box, session: str) -> list[str]:
+    """``egg status ID --screen``: the session's screen, one row a line."""
+    shown = box.run("status", session, "--screen")
+    assert shown.returncode == 0, shown.stderr
+    rows = shown.stdout.removesuffix("\n").split("\n")
+    assert len(rows) == 24, rows
+    return rows
+
+
+def watched(pane: Tmux, target: str) -> list[str]:
+    return pane.screen(target).split("\n")
+
+
+def wait_until_shows(pane: Tmux, target: str, want: list[str]) -> None:
+    """Until the watcher's pane shows exactly ``want`` (its rows, right blanks trimmed), or
+    fail showing both."""
+    deadline = time.monotonic() + 30
+    shown = watched(pane, target)
+    while shown[: len(want)] != want or any(shown[len(want) :]):
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                "the watcher shows:\n"
+                + "\n".join(shown)
+                + "\nthe session's screen is:\n"
+                + "\n".join(want)
+            )
+        time.sleep(0.05)
+        shown = watched(pane, target)
+
+
+def test_watchers_larger_and_smaller_see_the_sessions_screen_top_left(box: Box, pane: Tmux) -> None:
+    """A larger watcher shows the session's whole screen in its top-left corner and nothing
+    else; a smaller one its top-left part, each row cut at its right edge (nothing wrapped,
+    nothing moved): the rows of ``egg status ID --screen``, live as the program goes on."""
+    box.write(box.workspace / "wide.py", WIDE)
+    started = box.run("run", "--detach", "--rows", "24", "--cols", "80", "--", PY, "-I", "wide.py")
+    assert started.returncode == 0, started.stderr
+    session = started.stdout.strip()
+    try:
+        deadline = time.monotonic() + 30
+        while not any("STATUS 1" in row for row in session_screen(box, session)):
+            assert time.monotonic() < deadline, "the program never drew its status"
+            time.sleep(0.1)
+        pane.start("sh", box.workspace, cols=120, rows=50)  # larger: window 0
+        pane("new-window", "-d")
+        pane("resize-window", "-t", ":1", "-x", "40", "-y", "12")  # smaller: window 1
+        pane("new-window", "-d")
+        pane("resize-window", "-t", ":2", "-x", "80", "-y", "24")  # the session's own size
+        views = {":0": (50, 120), ":1": (12, 40), ":2": (24, 80)}
+        for target, (rows, cols) in views.items():
+            size = pane("display-message", "-p", "-t", target, "#{pane_height}x#{pane_width}")
+            assert size.stdout.strip() == f"{rows}x{cols}", size
+            pane.keys("-t", target, f"{EGG} attach --read-only {session}", "Enter")
+
+        for step in ("STATUS 1", "STATUS 2"):
+            screen = session_screen(box, session)
+            assert any(step in row for row in screen), screen
+            assert sum("line " in row for row in screen) >= 6  # wrapped and scrolled
+            for target, (rows, cols) in views.items():
+                wait_until_shows(pane, target, [row[:cols].rstrip() for row in screen[:rows]])
+            box.write(box.workspace / "more", "")
+            deadline = time.monotonic() + 30
+            while not any("STATUS 2" in row for row in session_screen(box, session)):
+                assert time.monotonic() < deadline, "the program never drew its second status"
+                time.sleep(0.1)
+        # the larger one made the session's size: raw output; then larger again: frames
+        for rows, cols in ((24, 80), (30, 100)):
+            pane("resize-window", "-t", ":0", "-x", str(cols), "-y", str(rows))
+            wait_until_shows(pane, ":0", session_screen(box, session))
+        assert status_clients(box, session) == 3
+        assert (json.loads(box.run("status", session, "--json").stdout)["rows"]) == 24
+
+        box.write(box.workspace / "end", "")
+        for target in views:
+            pane.wait_for("[exited]", target=target)
+    finally:
+        box.run("kill", session)
+
+
+def status_clients(box: Box, session: str) -> int:
+    return int(json.loads(box.run("status", session, "--json").stdout)["clients"])
