@@ -9,6 +9,9 @@ calls run with ``EGG_EXEC_CACHE=debug`` so that only hits are counted (a shared 
 a sandbox sees now and then: such a call is a miss, and is reported, not timed). Targets: a hit
 at most 5x raw bwrap, an agent's hit at most 2x a plain hit.
 
+A row beside them gives the floor a Python program starts from: the interpreter's own start,
+measured the same way (it is part of every egg call, and of no raw bwrap call).
+
 Then the same with 0 and 5,000 live host sockets the sandbox sees (bound and listening by this
 script, in one directory and spread over 500): the socket gate judges connects when they happen,
 so a launch should cost the same whatever the host's socket table holds (target: at most 3x the
@@ -107,10 +110,12 @@ def main() -> None:
             for argv in hits.values():
                 cached_once(argv, debug, work)
         raw: list[float] = []
+        interpreter: list[float] = []  # the floor Python sets: its own start, nothing else
         uncached: list[float] = []
         cached: dict[str, list[float]] = {name: [] for name in hits}
         for _ in range(args.runs):
             raw.append(once(RAW, env, work))
+            interpreter.append(once([sys.executable, "-c", "pass"], env, work))
             for name, argv in hits.items():
                 took = cached_once(argv, debug, work)
                 if took is not None:
@@ -121,6 +126,7 @@ def main() -> None:
     if any(not samples for samples in cached.values()):
         raise SystemExit(f"no exec cache hit for {[n for n, s in cached.items() if not s]}")
     r, u = statistics.median(raw), statistics.median(uncached)
+    py = statistics.median(interpreter)
     m = {name: statistics.median(samples) for name, samples in cached.items()}
     c = m["plain"]
     rows = [
@@ -136,6 +142,8 @@ def main() -> None:
         f"calls that hit: {counted}).\n\n"
         "| what | median | ratio to raw bwrap | ratio to a plain hit |\n|---|---|---|---|\n"
         f"| raw bwrap (baseline) | {r * 1000:.1f} ms | 1.0x | — |\n"
+        f"| Python's own start (`python -c pass`, the interpreter egg runs on) | "
+        f"{py * 1000:.1f} ms | {py / r:.1f}x | {py / c:.2f}x |\n"
         f"| egg exec -- /bin/true, repeated (exec cache hit) | {c * 1000:.1f} ms | {c / r:.1f}x "
         "| 1.00x |\n" + "".join(rows) + f"| egg exec -- /bin/true, EGG_EXEC_CACHE=0 (full "
         f"resolution) | {u * 1000:.1f} ms | {u / r:.1f}x | {u / c:.2f}x |\n\n"

@@ -98,23 +98,37 @@ def orphans(egg_home: str) -> list[str]:
 def finish(path: str, egg_home: str) -> None:
     """End a launch: put the agent's settings back (threat H), saying on stderr what changed
     and keeping what could not be restored for ``egg doctor``; then remove the directory."""
-    import sys
-
-    from egg_core import guardlog, snapshot
+    from egg_core import snapshot
 
     lines = snapshot.restore(os.path.join(path, "settings"), then_forget=True)
     if lines:
+        import sys
+
+        from egg_core import guardlog
         from egg_core.sanitize import visible
 
         for line in lines:
             print(f"egg: {visible(line)}", file=sys.stderr)
-    guardlog.record(egg_home, snapshot.failures(lines))
+        guardlog.record(egg_home, snapshot.failures(lines))
     remove(path)
 
 
 def remove(path: str) -> None:
     """Remove a launch directory: egg's own files, and the home layer the sandbox saw as its
-    $HOME (any shape: see :func:`egg_core.hostfs.remove_tree`)."""
+    $HOME (any shape: see :func:`egg_core.hostfs.remove_tree`). A directory holding no more
+    than egg's own two entries (its owner file and an emptied settings directory: a plain
+    ``egg exec``) goes with an unlink and two rmdirs, which never follow anything; whatever
+    else it holds is the tree walk's."""
+    try:
+        os.rmdir(os.path.join(path, "settings"))
+    except OSError:
+        pass
+    try:
+        os.unlink(os.path.join(path, OWNER))
+        os.rmdir(path)
+        return
+    except OSError:
+        pass
     from egg_core import hostfs
 
     hostfs.remove_tree(path)

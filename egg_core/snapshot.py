@@ -26,7 +26,12 @@ trusts nothing there, and it completes against any shape (the descriptor walking
 - a file that cannot be restored is one line in the result, never an exception: the daemon
   does not crash and no later egg command fails because of it.
 
-Standard library only (``os``, ``stat``, ``marshal``): the exec cache's fast path uses it.
+Standard library only (``os``, ``stat``, ``marshal``): the exec cache's fast path uses it. What
+writes files and walks descriptors (:mod:`egg_core.hostfs`, :mod:`egg_core.safeio`) is imported
+only when there is a file to copy or something to put back: a launch whose settings files are all
+absent and stay so (``./.envrc``, on every plain ``egg exec``) records their absence and, after
+the run, finds each still absent under the same directories (:func:`_untouched`), importing
+neither.
 
 Why one module of this size: taking a snapshot and writing it back are one format and one set
 of path checks; apart, each half would have to re-derive what the other assumed.
@@ -37,17 +42,6 @@ from __future__ import annotations
 import marshal
 import os
 import stat
-
-from egg_core.hostfs import (
-    give_back_modes,
-    make_writable,
-    open_directory,
-    remove_at,
-    replace_at,
-    restore_link,
-)
-from egg_core.safeio import read_regular
-from egg_core.safeio import write_new as _write_new
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -117,8 +111,10 @@ def take(
         if st is not None and stat.S_ISLNK(st.st_mode):
             entry.update(kind="symlink", target=os.readlink(entry["real"]))
         elif st is not None and stat.S_ISREG(st.st_mode) and st.st_size <= MAX_SETTINGS_BYTES:
+            from egg_core.safeio import write_new
+
             copy = os.path.join(directory, f"{index}.orig")
-            _write_new(copy, _read_file(entry["real"]), 0o600)
+            write_new(copy, _read_file(entry["real"]), 0o600)
             entry.update(kind="file", copy=copy, mode=stat.S_IMODE(st.st_mode))
         elif st is not None:
             entry.update(kind="other")  # a directory or device: not a settings file; left alone
@@ -177,7 +173,7 @@ def restore(directory: str, *, then_forget: bool = False) -> list[str]:
                 written = f"NOT written back {entry.get('path')}: {_why(exc)}"
             if written:
                 lines.append(written)
-        if entry.get("kind") == "other" or entry.get("sync_only"):
+        if entry.get("kind") == "other" or entry.get("sync_only") or _untouched(entry):
             continue
         try:
             line = _restore_one(entry)
@@ -196,6 +192,37 @@ def restore(directory: str, *, then_forget: bool = False) -> list[str]:
     return lines
 
 
+def _untouched(entry: dict[str, Any]) -> bool:
+    """A file that was absent is absent still, under the same directories with the same modes:
+    there is nothing :func:`_restore_one` would change, so it is not run (nor its imports paid:
+    the exec cache's fast path). Anything else — a parent symlink to put back, a file written
+    back, a directory replaced by a symlink or given another mode, a name that now exists,
+    anything unreadable — is left to :func:`_restore_one`."""
+    if entry.get("kind") != "absent" or "parent_link" in entry or entry.get("staged"):
+        return False
+    modes = entry.get("modes")
+    real = entry.get("real")
+    if not isinstance(modes, dict) or not modes or not isinstance(real, str):
+        return False
+    try:
+        os.lstat(real)
+        return False  # it exists now
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False
+    current = os.path.dirname(real)
+    while current != "/":  # every directory take() recorded, from the parent up
+        try:
+            st = os.lstat(current)
+        except OSError:
+            return False
+        if not stat.S_ISDIR(st.st_mode) or modes.get(current) != stat.S_IMODE(st.st_mode):
+            return False
+        current = os.path.dirname(current)
+    return True
+
+
 def failures(lines: Sequence[str]) -> list[str]:
     """The lines of :func:`restore` that say something could not be restored."""
     return [line for line in lines if line.startswith(("NOT restored", "NOT written back"))]
@@ -209,6 +236,10 @@ def _write_back(entry: dict[str, Any]) -> str | None:
     host's version (top-level keys of a JSON object), so neither side's update is lost.
     Returns None: writing back is the normal course; what the settings guard then reverts is
     what gets reported."""
+    from egg_core.hostfs import open_directory, replace_at
+    from egg_core.safeio import read_regular
+    from egg_core.safeio import write_new as _write_new
+
     try:
         new = read_regular(str(entry["staged"]), MAX_SETTINGS_BYTES)
     except OSError:
@@ -263,6 +294,8 @@ def _merge_top_level(original: bytes | None, current: bytes, new: bytes) -> byte
 
 
 def _restore_one(entry: dict[str, Any]) -> str | None:
+    from egg_core.hostfs import give_back_modes, make_writable, open_directory, restore_link
+
     path = str(entry["path"])
     real = str(entry.get("real") or path)
     notes: list[str] = []
@@ -289,6 +322,9 @@ def _restore_one(entry: dict[str, Any]) -> str | None:
 
 
 def _restore_in(parent_fd: int, name: str, entry: dict[str, Any], path: str) -> str | None:
+    from egg_core.hostfs import remove_at, replace_at
+    from egg_core.safeio import write_new as _write_new
+
     kind = entry["kind"]
     try:
         st = os.lstat(name, dir_fd=parent_fd)
@@ -350,6 +386,9 @@ def _revert_keys(
     line to report — None when nothing command-defining changed); not handled means the whole
     file must be restored instead: no keys named, not a regular file now, or a side that does
     not parse."""
+    from egg_core.hostfs import remove_at, replace_at
+    from egg_core.safeio import write_new as _write_new
+
     keys = entry.get("keys")
     if not keys or st is None or not stat.S_ISREG(st.st_mode):
         return False, None
@@ -380,6 +419,8 @@ def _revert_keys(
 
 
 def _read_file(path: str, dir_fd: int | None = None) -> bytes:
+    from egg_core.safeio import read_regular
+
     return read_regular(path, MAX_SETTINGS_BYTES, dir_fd)
 
 

@@ -179,6 +179,48 @@ def test_a_project_settings_directory_swapped_for_a_symlink_is_not_left_in_force
     assert any("stood in place of the directory" in p.read_text() for p in log)
 
 
+CHANGES_AROUND_AN_ABSENT_FILE = {
+    "symlink": "mkdir -p elsewhere && mv .cursor moved && ln -s elsewhere .cursor",
+    "mode": "chmod 700 .",
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES_AROUND_AN_ABSENT_FILE))
+@pytest.mark.parametrize("path", ["exec (cache miss)", "exec (cache hit)"])
+def test_an_absent_settings_file_under_a_directory_the_run_changed_is_still_restored(
+    box: Box, path: str, change: str
+) -> None:
+    """A settings file that was absent and still is needs nothing put back — unless what is
+    around it changed: the restore that would have been skipped for it (the fast path's, see
+    egg_core.snapshot._untouched) must still take away a symlink put in place of the directory
+    the file belongs in, and give the workspace back its mode."""
+    (box.workspace / ".cursor").mkdir()  # the directory exists, its mcp.json does not
+    os.chmod(box.workspace, 0o755)
+    fake = box.write(
+        box.root / "bin" / "cursor-agent",
+        f"#!/bin/sh\n[ -e armed ] || exit 0\n{CHANGES_AROUND_AN_ABSENT_FILE[change]}\n",
+        mode=0o755,
+    )
+    env = {"PATH": f"{fake.parent}:/usr/local/bin:/usr/bin:/bin", "EGG_EXEC_CACHE": "debug"}
+    box.config({"network": {"agent_domains": "none"}})
+    options = ["--agent", "cursor"]
+    if path == "exec (cache hit)":
+        for _ in range(2):
+            box.exec("cursor-agent", options=options, env=env)
+    box.write(box.workspace / "armed", "")
+
+    result = box.exec("cursor-agent", options=options, env=env)
+
+    assert result.returncode == 0, result.stderr
+    if path == "exec (cache hit)":
+        assert "exec cache hit" in result.stderr, result.stderr
+    project = box.workspace / ".cursor"
+    assert not project.is_symlink(), result.stderr
+    assert stat.S_IMODE(box.workspace.stat().st_mode) == 0o755, result.stderr
+    said = "stood in place of the directory" if change == "symlink" else "back its mode 755"
+    assert said in result.stderr, result.stderr
+
+
 def test_a_project_claude_directory_cannot_be_swapped_at_all(box: Box) -> None:
     box.write(box.workspace / ".claude" / "settings.json", ORIGINAL)
     env = fake_claude(box, "mkdir -p elsewhere && mv .claude moved && ln -s elsewhere .claude\n")
