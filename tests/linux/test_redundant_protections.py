@@ -5,7 +5,10 @@ only there: under a writable mount, a tmpfs, or with a writable mount beneath, t
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+
+import pytest
 
 from egg_plugins.platforms.linux.bwrap import already_read_only, mount_decisions
 from tests.linux.conftest import Box
@@ -74,3 +77,99 @@ def test_egg_s_installation_stays_read_only_under_a_writable_rule_reached_by_a_s
         assert not probe.exists()
     finally:
         probe.unlink(missing_ok=True)
+
+
+# -- a config of the session, outside the workspace: a protection the identity itself could
+# write on the host, so each attempt means something for root and for uid 65534 alike (egg's
+# own installation is root's: uid 65534 gets EACCES there whatever is mounted)
+
+CONFIG = "fs: []\n"
+#: every way a sandbox could change the config: in place, by replacing it, by removing it, by
+#: moving its directory away
+ATTEMPTS = """
+import os
+def attempts(path):
+    def replace():
+        with open(path + '.new', 'w') as handle:
+            handle.write('fs: ["rw:/"]\\n')
+        os.replace(path + '.new', path)
+    folder = os.path.dirname(path)
+    return {
+        'append': attempt(write, path),
+        'replace': attempt(replace),
+        'unlink': attempt(os.unlink, path),
+        'move_dir': attempt(os.rename, folder, folder + '.moved'),
+    }
+"""
+
+
+def session_config(box: Box, text: str) -> Path:
+    """``box.root/conf/egg.yaml``, the config passed with --config: egg protects it."""
+    return box.write(box.root / "conf" / "egg.yaml", text)
+
+
+def attempt_config(
+    box: Box, config: Path, spelled: str, options_extra: Sequence[str] = ()
+) -> dict[str, str]:
+    """Run the attempts on ``spelled`` (the config, however the sandbox reaches it) and check
+    the host: the config holds what it held, its directory is where it was."""
+    before = config.read_text()
+    found: dict[str, str] = box.probe(
+        ATTEMPTS + f"report(**attempts({spelled!r}))",
+        options=["--config", str(config), *options_extra],
+    )
+    assert config.read_text() == before, found
+    assert not Path(f"{config.parent}.moved").exists(), found
+    return found
+
+
+@pytest.mark.parametrize(
+    "spelling", ["{conf}", "{conf}/", "{root}//conf", "{root}/x/../conf", "{root}", "{alias}"]
+)
+def test_a_config_stays_read_only_under_a_writable_rule_however_it_is_spelled(
+    box: Box, spelling: str
+) -> None:
+    """``rw:`` the config's directory, an ancestor, or a host symlink to it, spelled with a
+    trailing slash, a doubled slash or ``..``: the rule's bind covers the config, so its
+    protection is not redundant and is mounted after it — whichever path the sandbox uses."""
+    box.mkdir(box.root / "x")
+    alias = box.root / "alias"
+    alias.symlink_to(box.root / "conf")
+    names = {"conf": box.root / "conf", "root": box.root, "alias": alias}
+    config = session_config(box, f"fs:\n  - rw:{spelling.format(**names)}\n")
+    for spelled in (config, alias / config.name):
+        found = attempt_config(box, config, str(spelled))
+        assert "ok" not in (found["append"], found["replace"], found["unlink"])
+
+
+def test_a_config_in_an_agent_s_prefix_hole_stays_read_only(box: Box) -> None:
+    """``~/.claude-conf`` is one of the neighbours Claude's ``~/.claude`` hole binds writable
+    (``.claude.json`` and the like): a config there is not covered by the read-only root."""
+    box.mkdir(box.home / ".claude")
+    config = box.write(box.home / ".claude-conf" / "egg.yaml", CONFIG)
+    found = attempt_config(box, config, str(config), options_extra=["--agent", "claude"])
+    assert "ok" not in found.values()
+
+
+def test_a_cached_launch_misses_when_a_rule_s_directory_becomes_a_symlink_to_a_config(
+    box: Box,
+) -> None:
+    """The decision to leave a protection out rests on what each rule's path is: when the
+    host turns ``rw:ROOT/x`` (a directory when the launch was cached) into a symlink to the
+    config's directory, the cached command line (which binds ROOT/x writable and no longer
+    mounts the config) must not run."""
+    x = box.mkdir(box.root / "x")
+    config = session_config(box, f"fs:\n  - rw:{x}\n")
+    code = ATTEMPTS + f"report(**attempts({str(x / config.name)!r}))"
+    options = ["--config", str(config)]
+    env = {"EGG_EXEC_CACHE": "debug"}
+    box.py(code, options=options, env=env)
+    assert "exec cache hit" in box.py(code, options=options, env=env).stderr
+    x.rmdir()
+    x.symlink_to("conf")  # relative: bwrap follows it to the config (an absolute one it cannot)
+
+    result = box.py(code, options=options, env=env)
+
+    assert "exec cache miss" in result.stderr
+    assert "ok" not in [result.json()[k] for k in ("append", "replace", "unlink")]
+    assert config.read_text() == f"fs:\n  - rw:{x}\n"
