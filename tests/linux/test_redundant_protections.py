@@ -4,6 +4,7 @@ only there: under a writable mount, a tmpfs, or with a writable mount beneath, t
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -58,6 +59,36 @@ def test_without_a_covering_mount_the_protection_stays() -> None:
 def test_the_prefix_of_a_name_is_not_its_parent() -> None:
     plan = decided("--ro-bind", "/", "/", "--bind", "/opt/venv-data", "/opt/venv-data")
     assert already_read_only(plan, "/opt/venv")
+
+
+def test_a_writable_mount_of_the_same_directory_under_another_name_keeps_the_protection(
+    tmp_path: Path,
+) -> None:
+    """Names do not settle which directory a mount is: on a case-insensitive directory
+    ``rw:/mnt/x/Tools`` is the one ``/mnt/x/tools/egg.yaml`` is in (this kernel has no casefold
+    to try it on), and a host bind mount shows one directory under two names. The writable
+    mount is found by device and inode; the protection stays. Run in a mount namespace of its
+    own (``unshare``), so that nothing is mounted on the host."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "egg.yaml").write_text(CONFIG)
+    alias = tmp_path / "alias"
+    alias.mkdir()
+    check = (
+        "from egg_plugins.platforms.linux.bwrap import already_read_only, mount_decisions\n"
+        f"config, alias = {str(conf / 'egg.yaml')!r}, {str(alias)!r}\n"
+        f"plan = mount_decisions(['--ro-bind', '/', '/', '--bind', alias, alias], {EMPTY!r}, [])\n"
+        f"bare = mount_decisions(['--ro-bind', '/', '/'], {EMPTY!r}, [])\n"
+        "print(already_read_only(plan, config), already_read_only(bare, config))\n"
+    )
+    result = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+         'mount --bind "$1" "$2" && exec "$3" -c "$4"', "sh", str(conf), str(alias),
+         sys.executable, check],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "True"]
 
 
 def test_egg_s_installation_stays_read_only_under_a_writable_rule_reached_by_a_symlink(

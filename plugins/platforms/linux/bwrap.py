@@ -292,7 +292,14 @@ def already_read_only(decisions: Sequence[tuple[str, str]], real: str) -> bool:
     bound read-only (the root, say), and nothing was mounted at or below ``real`` after it. A
     protection's own read-only bind would then change nothing but cost bwrap a mount (each
     reads the mount table again: about 0.2 ms). A mount beneath ``real`` made before the
-    covering one is covered by it (bwrap binds the host's tree, not the sandbox's)."""
+    covering one is covered by it (bwrap binds the host's tree, not the sandbox's).
+
+    Names alone do not settle "at or above": on a case-insensitive directory (ext4 or tmpfs
+    casefold, vfat) ``rw:/mnt/x/Tools`` is the directory ``/mnt/x/tools/egg.yaml`` is in, and a
+    host bind mount shows one directory under two names. So a writable mount that is, by device
+    and inode, ``real`` or one of its directories keeps the protection, whatever its name."""
+    if _reached_by_a_writable_mount(decisions, real):
+        return False
     covering = max(
         (i for i, (path, _) in enumerate(decisions) if _under(real, path)),
         default=-1,
@@ -302,6 +309,26 @@ def already_read_only(decisions: Sequence[tuple[str, str]], real: str) -> bool:
     if decisions[covering][1] != "ro":
         return False
     return not any(_under(later, real) for later, _ in decisions[covering + 1 :])
+
+
+def _reached_by_a_writable_mount(decisions: Sequence[tuple[str, str]], real: str) -> bool:
+    """Whether a writable mount's directory is ``real`` or one of its directories, compared by
+    what they are on the host (device, inode: observed, so the exec cache re-checks them)."""
+    writable = set()
+    for path, state in decisions:
+        if state == "rw" and (st := observe.lstat_or_none(path)) is not None:
+            writable.add((st.st_dev, st.st_ino))
+    if not writable:
+        return False
+    current = real
+    while True:
+        st = observe.lstat_or_none(current)
+        if st is not None and (st.st_dev, st.st_ino) in writable:
+            return True
+        parent = os.path.dirname(current)
+        if parent == current:
+            return False
+        current = parent
 
 
 def _exposed(path: str, policy: EffectivePolicy) -> bool:
