@@ -51,6 +51,7 @@ from . import gate_abi as abi
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import _queue
     from collections.abc import Callable, Sequence
 
     from .gate_abi import Notification
@@ -492,15 +493,21 @@ class Workers:
     would cost more than most connects), at most :data:`MAX_WORKERS` at once; more wait."""
 
     def __init__(self) -> None:
-        import _queue
-
-        self._jobs: _queue.SimpleQueue[Callable[[], None]] = _queue.SimpleQueue()
+        # made with the first job: _queue is a shared library of its own (0.3 ms to load),
+        # and most sandboxes never make a connect that needs a worker
+        self._jobs: _queue.SimpleQueue[Callable[[], None]] | None = None
         self._lock = _thread.allocate_lock()
         self._idle = 0
         self._count = 0
 
     def submit(self, job: Callable[[], None]) -> bool:
         """Run ``job`` in a worker; False (not run) when MAX_QUEUED jobs wait already."""
+        if self._jobs is None:
+            import _queue
+
+            with self._lock:
+                if self._jobs is None:
+                    self._jobs = _queue.SimpleQueue()
         with self._lock:
             start = self._idle <= 0 and self._count < MAX_WORKERS
             if start:
@@ -515,8 +522,10 @@ class Workers:
         return True
 
     def _work(self) -> None:
+        jobs = self._jobs
+        assert jobs is not None  # submit made it before starting any worker
         while True:
-            job = self._jobs.get()
+            job = jobs.get()
             try:
                 job()
             except Exception:  # a job answers its own call: never let one end the worker
