@@ -156,6 +156,11 @@ class Prepared:
         it; used to forward signals to the command. May block until the command started."""
         return self._child_pid() if self._child_pid is not None else None
 
+    @property
+    def reports_child_pid(self) -> bool:
+        """Whether :meth:`child_pid` says if the command started (None: it never did)."""
+        return self._child_pid is not None
+
     def add_start_hook(self, fn: Callable[[], None]) -> None:
         """Run in the parent right before the spawn: host changes that must not be seen while
         the launch is being prepared (and cached), such as planting placeholders."""

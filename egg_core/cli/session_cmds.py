@@ -248,6 +248,7 @@ def run_session(ns: argparse.Namespace, ctx: Context) -> int:
         file=sys.stderr,
     )
     if ns.detach:
+        _wait_for_the_command(paths)
         print(paths.id)
         return 0
     code = attach(paths, detach_key=detach_key, from_start=True)
@@ -301,6 +302,26 @@ def start_daemon(paths: Any, ctx: Context) -> None:
         f"session {paths.id} did not start within {START_TIMEOUT:.0f} s (see {paths.log})",
         exit_code=SANDBOX_FAILED,
     )
+
+
+def _wait_for_the_command(paths: Any) -> None:
+    """``egg run --detach`` returns once the session's command runs, or (exit 125, one line)
+    when its sandbox failed before the command started: a script must not take a session that
+    never ran anything for one that did. A daemon that keeps preparing (a launch retried as the
+    host changed) is waited for up to START_TIMEOUT; then the session is left to say itself."""
+    from egg_core.session.store import read_json
+
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        meta = read_json(paths.meta)
+        if meta.get("command_started"):
+            return
+        if meta.get("state") in ("exited", "failed"):
+            if meta.get("state") == "failed" or meta.get("exit_code") == SANDBOX_FAILED:
+                why = meta.get("exit_reason") or meta.get("error") or "its sandbox failed"
+                raise EggError(f"session {paths.id}: {why}", exit_code=SANDBOX_FAILED)
+            return
+        time.sleep(0.01)
 
 
 def _last_line(path: Path) -> str:

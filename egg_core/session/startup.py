@@ -249,7 +249,13 @@ class SessionStartup:
                 os.close(pipe[1])
         self.setup_read = pipe[0] if pipe is not None else None
         prepared.spawned()
-        self.child_pid = prepared.child_pid() or self.proc.pid
+        command = prepared.child_pid()
+        self.child_pid = command or self.proc.pid
+        # what `egg run --detach` waits for: the command runs (or the platform cannot tell),
+        # as against a sandbox that failed before it (the end then says why)
+        update_meta(
+            self.paths, command_started=command is not None or not prepared.reports_child_pid
+        )
         self.guard.set_sandbox(self.proc.pid)  # paused while a host tool runs (hostrun)
 
     def respawn(self) -> None:

@@ -126,17 +126,24 @@ def test_launches_never_fail_and_never_reach_a_host_socket(box: Box) -> None:
 
 
 def test_a_launch_that_fails_before_its_command_says_why_in_one_line(box: Box) -> None:
-    """bwrap's own reason is part of egg's one line; egg run also names its log, which has it."""
+    """bwrap's own reason is part of egg's one line; egg run also names its log, which has it;
+    egg run --detach waits for the command to start, and says the same when it never did."""
     box.config({"resources": {"max_fds": 5}})  # bwrap itself cannot start with so few
 
     ran = box.exec("true")
     session = box.run("run", "--", "true")
+    detached = box.run("run", "--detach", "--", "true")
 
     assert ran.returncode == 125
     assert ran.stderr.count("\n") == 1
     assert "the sandbox failed before the command started: bwrap: " in ran.stderr
     assert session.returncode == 125
     line = next(x for x in session.stderr.splitlines() if "failed before" in x)
+    assert "bwrap: " in line
+    # a detached session that never ran its command is not a session id and exit 0
+    assert detached.returncode == 125, detached.stdout + detached.stderr
+    assert detached.stdout == ""
+    line = next(x for x in detached.stderr.splitlines() if "failed before" in x)
     assert "bwrap: " in line
     log = Path(line.split("(log: ", 1)[1].rstrip(")]"))
     assert "bwrap: " in log.read_text()
