@@ -114,10 +114,12 @@ def egg_register_tools(
 def egg_history_capture(agent: AgentProfile, ctx: HistoryContext) -> Transcript | None:
     """Say where this session's conversation is: the agent's transcript file on the host.
 
-    Asked by the session daemon while the session runs (every few seconds) and once after it
-    ends; the core copies the file (safely: see :mod:`egg_core.history`) into the session
-    directory when it changed. Implemented by the plugin that knows the agent's on-disk format.
-    ``firstresult``: the first non-None answer wins.
+    Asked by the session daemon while the session runs (every few seconds), once after it
+    ends, and when the agent asks to be started again (``relaunch_exit_code``: a conversation it
+    has written under egg's id is resumed, not started anew); the core copies the file
+    (safely: see :mod:`egg_core.history`) into the session directory when it changed.
+    Implemented by the plugin that knows the agent's on-disk format. ``firstresult``: the
+    first non-None answer wins.
 
     :param agent: the profile of the agent the session runs.
     :param ctx: the session's directory, home, start time, environment, and the agent's own

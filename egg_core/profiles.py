@@ -152,6 +152,13 @@ class AgentProfile:
     history_declined: str | None = None
     resume_flag: str | None = None
     session_id_flag: str | None = None
+    #: the exit code with which the agent asks whoever started it to start it again (Gemini's
+    #: RELAUNCH_EXIT_CODE after "Trust folder" or a setting that needs a restart: its own
+    #: launcher does that only outside a sandbox, and the sandbox's launcher is egg). An egg
+    #: session then starts the same command again in a fresh sandbox of the same session, its
+    #: conversation resumed once the agent has written it under egg's id (see
+    #: egg_core.session.startup); None: the code is the agent's exit code like any other
+    relaunch_exit_code: int | None = None
     skip_permissions_flag: str | None = None
     argv_builder: ArgvBuilder | None = attrs.field(default=None, eq=False)
 

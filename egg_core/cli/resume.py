@@ -66,3 +66,25 @@ def new_id(ctx: Context, agent: str | None, command: list[str], args: list[str])
     if any(arg.split("=", 1)[0] in own for arg in args):
         return None
     return str(uuid.uuid4())
+
+
+def hint(paths: Any) -> str | None:
+    """The line a client prints when a session it was attached to has ended with a conversation
+    egg captured: how to go on with it *inside* egg. The agent's own hint (Claude's ``claude
+    --resume ID`` at exit) would run it on the host, outside the sandbox, and egg's --resume
+    takes egg's session id, not the agent's. None while the session runs (a detach) or when
+    nothing was captured (a plain command, an agent whose history egg does not keep)."""
+    from egg_core import conversations
+    from egg_core.sanitize import visible
+    from egg_core.session.store import SessionRecord, read_json
+
+    meta = read_json(paths.meta)
+    if meta.get("state") != "exited":
+        return None
+    conversation = conversations.conversation_of(SessionRecord(paths, meta, False))
+    if conversation is None:
+        return None
+    return visible(
+        f"egg: to resume this conversation in the sandbox: egg run {conversation.agent} "
+        f"--resume {paths.id}"
+    )

@@ -255,7 +255,17 @@ def run_session(ns: argparse.Namespace, ctx: Context) -> int:
     meta = read_json(paths.meta)
     for line in [*(meta.get("settings_restored") or []), *(meta.get("git_guard") or [])]:
         print(f"egg: {visible(str(line))}", file=sys.stderr)
+    _resume_hint(paths)
     return code
+
+
+def _resume_hint(paths: Any) -> None:
+    """After the end of a session with a conversation: how to resume it in egg (the last line)."""
+    from egg_core.cli import resume
+
+    line = resume.hint(paths)
+    if line is not None:
+        print(line, file=sys.stderr)
 
 
 def _prune(egg_home: Path, ctx: Context) -> None:
@@ -349,12 +359,14 @@ def attach_session(ns: argparse.Namespace, ctx: Context) -> int:
             + (f", exit code {code}" if code is not None else "")
             + ")"
         )
-    return attach(
+    code = attach(
         paths,
         read_only=ns.read_only,
         detach_key=parse_detach_key(ns.detach_key),
         history=ns.history,
     )
+    _resume_hint(paths)
+    return code
 
 
 def _only_live(ctx: Context) -> Any:

@@ -68,6 +68,10 @@ from egg_core.spawn import MAX_ATTEMPTS, SANDBOX_FAILED, last_line
 #: then the end recorded and told; past it the kernel ends the daemon (SIGALRM's default action;
 #: the next egg command recovers what it could not clean up, see egg_core.session.recovery)
 TERM_DEADLINE = int(KILL_GRACE) + 10
+#: relaunches one session makes at most: each follows a choice the user made in the agent
+#: (trust, sign-in, a setting that needs a restart), so a program that asks at every start
+#: is one egg stops starting, with its exit code as the session's
+MAX_RELAUNCHES = 100
 
 
 _deadline_armed = False
@@ -141,6 +145,8 @@ class Daemon(SessionStartup, SessionServing):
         #: the read end of the sandbox's own stderr (see spawn), and how often it was prepared
         self.setup_read: int | None = None
         self.attempts = 1
+        #: how often the agent asked to be started again (see SessionStartup.relaunch)
+        self.relaunches = 0
         #: the spawned process has not been reaped: its pids are still its own to signal
         self.unreaped = False
         self.tasks: set[asyncio.Task[None]] = set()
@@ -307,6 +313,20 @@ class Daemon(SessionStartup, SessionServing):
                     log(self.paths, traceback.format_exc())
                 self.end_without_command(f"the sandbox failed before the command started: {why}")
                 return
+        if code is not None and self.wants_relaunch(code):
+            if said.strip():
+                log(self.paths, f"the sandbox said: {said.strip()}")
+            self.drain_pty()  # what it said before it went ("restarting to apply ...")
+            try:
+                self.relaunch()
+                return
+            except Exception as exc:
+                why = exc.message if isinstance(exc, EggError) else f"{type(exc).__name__}: {exc}"
+                log(self.paths, f"the agent could not be started again: {why}")
+                if not isinstance(exc, EggError):
+                    log(self.paths, traceback.format_exc())
+                self.end_without_command(f"the agent could not be started again: {why}")
+                return
         if code is None:
             code = 125
             why = last_line(said) or f"{self.prepared.argv[0]} exited {returncode}"
@@ -322,6 +342,22 @@ class Daemon(SessionStartup, SessionServing):
         self.exit_code = code
         self.drain_pty()
         self.done.set()
+
+    def wants_relaunch(self, code: int) -> bool:
+        """The agent exited asking to be started again (its profile's ``relaunch_exit_code``),
+        and nothing is ending the session: no egg kill, idle timeout or SIGTERM (those set
+        ``exit_reason`` or ``terminating`` first), and fewer than MAX_RELAUNCHES so far. Only an
+        agent's own run: ``egg run -- CMD`` is a command's, whatever it is."""
+        plan = self.plan
+        if plan is None or self.spec.command or not plan.known_agent:
+            return False
+        wanted = plan.profile.relaunch_exit_code
+        if wanted is None or code != wanted or self.terminating or self.exit_reason:
+            return False
+        if self.relaunches >= MAX_RELAUNCHES:
+            log(self.paths, f"the agent asked to be started again {MAX_RELAUNCHES} times: ending")
+            return False
+        return True
 
     def drain_pty(self) -> None:
         while True:

@@ -40,6 +40,8 @@ class SessionStartup:
     window: str | None
     setup_read: int | None
     attempts: int
+    relaunches: int
+    capturer: Any
     unreaped: bool
     rows: int
     cols: int
@@ -183,6 +185,8 @@ class SessionStartup:
         trace_log = self.paths.trace_log
         # -q, not -qq: the "+++ exited" lines say when a pid may be reused (egg policy suggest)
         options = ["-f", "-q", "-tt", *_pid_namespace_option(strace)]
+        if self.relaunches:
+            options.append("-A")  # the agent started again: its first run's trace stays
         prepared.argv = [strace, *options, "-o", str(trace_log), "--", *prepared.argv]
 
     def browser_env(self, plan: Any) -> dict[str, str]:
@@ -261,19 +265,62 @@ class SessionStartup:
     def respawn(self) -> None:
         """Prepare the launch again and start it: its set-up failed because the host changed
         under it (a host socket it was to mask vanished). Nothing of the command has run."""
+        self.attempts += 1
+        self.start_again()
+
+    def start_again(self) -> None:
+        """A fresh preparation of ``self.launch``, spawned on a new terminal that the event
+        loop reads from then on (the old one is closed: its process has been reaped)."""
         loop = asyncio.get_running_loop()
         with contextlib.suppress(Exception):
             loop.remove_reader(self.proc.fd)
         with contextlib.suppress(Exception):
             self.proc.close(force=True)
         self.prepared.cleanup()
-        self.attempts += 1
         self.prepared = self.plan.selection.platform.prepare(self.launch)
         if self.spec.trace or self.plan.policy.trace:
             self.trace(self.prepared)
         self.spawn()
         os.set_blocking(self.proc.fd, False)
         loop.add_reader(self.proc.fd, self.on_pty_readable)
+
+    def relaunch(self) -> None:
+        """Start the agent again: it exited with its profile's ``relaunch_exit_code`` (Gemini
+        after "Trust folder"), asking its launcher for a fresh start. Everything a run has —
+        the settings snapshot, the write window, the tool socket, the conversation's capture —
+        belongs to the session and carries on; only the sandbox is prepared anew, for the
+        command again. A conversation egg gave an id (``session_id_flag``) that the agent has
+        written by now is resumed by it: started with that id again, the agent would refuse
+        it as taken (Gemini 0.61: "Session ID ... already exists")."""
+        import attrs
+
+        self.relaunches += 1
+        self.attempts = 1  # a new start: its set-up may be retried as the first one's was
+        argv = self.relaunch_argv()
+        log(self.paths, f"the agent asked to be started again; starting {argv[0]} again")
+        self.launch = attrs.evolve(self.launch, argv=argv)
+        self.start_again()
+        if self.info is not None:
+            self.info = attrs.evolve(self.info, command=argv, pid=self.child_pid)
+        update_meta(self.paths, pid=self.child_pid, command=list(argv))
+
+    def relaunch_argv(self) -> tuple[str, ...]:
+        """The command line of a relaunch: the same, or resuming the conversation egg named."""
+        spec, plan = self.spec, self.plan
+        if not spec.session_id or self.capturer is None or not plan.profile.resume_flag:
+            return tuple(self.launch.argv)
+        import attrs
+
+        ctx = attrs.evolve(self.capturer.ctx, agent_session_id=spec.session_id)
+        if self.pm.hook.egg_history_capture(agent=plan.profile, ctx=ctx) is None:
+            return tuple(self.launch.argv)  # nothing written under the id yet: still its own
+        return tuple(
+            plan.profile.build_argv(
+                spec.agent_args,
+                skip_permissions=plan.policy.skip_permissions,
+                resume_id=spec.session_id,
+            )
+        )
 
     def setup_said(self) -> str:
         """What the sandbox wrote on its own stderr (see :meth:`spawn`), once."""

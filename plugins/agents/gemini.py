@@ -18,6 +18,17 @@ Sources checked (stored copies, 2026):
   say, and shows the name where it would say "no sandbox" (GEMINI_SANDBOX=false, which egg set
   before, only turned its own off and left it claiming to run unsandboxed). It also keeps GUI
   editors and the browser agent's own Chrome off, which cannot work inside anyway.
+- relaunch (0.61 bundle: packages/cli/index.ts, utils/processUtils.ts, utils/relaunch.ts):
+  after "Trust folder", a sign-in or a setting that needs a restart, Gemini exits with
+  RELAUNCH_EXIT_CODE (199) for its launcher to start it again. Its own launcher — the first
+  node process, which spawns the real one — exists only when neither GEMINI_CLI_NO_RELAUNCH
+  nor SANDBOX is set; inside a sandbox it is the sandbox's launcher that starts it again
+  (start_sandbox runs in relaunchOnExitCode, from outside). With SANDBOX=egg that launcher is
+  egg: ``relaunch_exit_code`` makes the session start it again, so the first run goes on to
+  the chat prompt and SANDBOX keeps what it gives. The trust answer is in
+  ~/.gemini/trustedFolders.json, which the sandbox writes and the guard keeps for the
+  workspace; the relaunch resumes the conversation under egg's id once Gemini has written it
+  (``--session-id`` of a session that exists is refused: "already exists").
 - settings.json may have comments (every load strips them) and ``$VAR`` values; project hooks
   run after a warning (~/.gemini/trusted_hooks.json only silences it).
 - GEMINI_FORCE_FILE_STORAGE keeps tokens in files rather than a keychain (gemini-cli PR #6347).
@@ -216,6 +227,7 @@ PROFILE = AgentProfile(
     resume_flag="--resume",
     session_id_flag="--session-id",
     skip_permissions_flag="--approval-mode=yolo",
+    relaunch_exit_code=199,
 )
 
 

@@ -361,6 +361,25 @@ def test_exit_code_is_delivered_to_the_attached_client(env, project):
     assert child.exitstatus == 7
 
 
+def test_a_commands_exit_code_199_is_its_own_not_a_request_to_start_again(env, project):
+    """Issue 24, item 1: only an agent whose profile says so (Gemini's RELAUNCH_EXIT_CODE) is
+    started again when it exits 199; ``egg run -- CMD`` ends with the code, and no resume hint
+    follows (nothing was captured)."""
+    child = pexpect.spawn(
+        EGG[0],
+        [*EGG[1:], "run", "--", "sh", "-c", "echo once; exit 199"],
+        env=env,
+        cwd=str(project),
+        timeout=TIMEOUT,
+    )
+    child.expect(pexpect.EOF)
+    child.close()
+    said = child.before.decode()
+    assert child.exitstatus == 199
+    assert said.count("once") == 1 and "[exited 199]" in said
+    assert "--resume" not in said
+
+
 def test_unknown_session_is_one_clear_line(env, project):
     result = egg(env, "attach", "nosuch", cwd=project)
     assert result.returncode == 2
