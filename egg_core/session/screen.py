@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import re
 from collections import defaultdict
 from typing import Any
 
@@ -209,10 +210,30 @@ class Screen(pyte.Screen):
 _DECLRMM = 69 << 5  # pyte keeps private modes shifted
 
 
+#: a CSI sequence whose parameters start with ``<``, ``=`` or ``>``: keyboard and terminal modes
+#: (kitty's ``CSI > 1 u`` push and ``CSI < u`` pop, xterm's ``CSI > 4 ; 1 m``) that draw nothing.
+#: pyte knows only ``?`` there: it ends such a sequence at the marker and prints the rest
+#: (Claude Code's exit left a stray "u" on the screen)
+_MARKED_CSI = re.compile(rb"\x1b\[[<=>][\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]")
+#: the end of a block that may be the start of one (kept for the next block)
+_MARKED_CSI_START = re.compile(rb"\x1b(?:\[(?:[<=>][\x30-\x3f]*[\x20-\x2f]*)?)?\Z")
+
+
 class ByteStream(pyte.ByteStream):
-    """pyte's byte stream, with SCOSC and SCORC for ``Screen`` (pyte has neither)."""
+    """pyte's byte stream, with SCOSC and SCORC for ``Screen`` (pyte has neither), and without
+    the CSI sequences pyte misreads as text (:data:`_MARKED_CSI`, also when cut between two
+    feeds)."""
 
     csi = {**pyte.ByteStream.csi, "s": "save_cursor_sco", "u": "restore_cursor_sco"}
+    _held = b""
+
+    def feed(self, data: bytes) -> None:
+        data = self._held + data
+        tail = _MARKED_CSI_START.search(data)
+        self._held = data[tail.start() :] if tail else b""
+        if tail:
+            data = data[: tail.start()]
+        super().feed(_MARKED_CSI.sub(b"", data))
 
 
 def _lenient(method: Any, private_aware: bool) -> Any:

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from egg_core.session.ring import ReplayRing
-from egg_core.session.screen import Screen, render
+from egg_core.session.screen import ByteStream, Screen, render
 
 
 def test_render_gives_the_visible_lines_and_the_cursor():
@@ -182,3 +182,21 @@ def test_scroll_region_defaults_like_xterm(sequence, margins):
     screen = render(b"ab" + sequence, 4, 10)
     assert (tuple(screen.margins) if screen.margins else None) == margins
     assert (screen.cursor.x, screen.cursor.y) == (0, 0)
+
+
+@pytest.mark.parametrize("cut", [None, 1, 3])
+def test_keyboard_mode_sequences_draw_nothing_even_cut_between_feeds(cut: int | None) -> None:
+    """``CSI < u`` (kitty's pop, which Claude Code writes at its exit), ``CSI = 5 u`` and
+    ``CSI > 4 ; 1 m``: pyte ends them at the marker and printed the rest ("u", "5u") onto the
+    screen that ``egg status --screen`` and watchers of another size are shown."""
+    data = b"a\x1b[<u b\x1b[=5u c\x1b[>4;1m d\x1b[?25l\x1b[31me"
+    screen = Screen(40, 3)
+    stream = ByteStream(screen)
+    if cut is None:
+        stream.feed(data)
+    else:
+        for i in range(0, len(data), cut):
+            stream.feed(data[i : i + cut])
+    assert screen.text()[0] == "a b c de"
+    assert screen.buffer[0][7].fg == "red"  # the sequences around are still understood
+    assert screen.cursor.hidden
