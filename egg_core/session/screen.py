@@ -227,7 +227,7 @@ class ByteStream(pyte.ByteStream):
     csi = {**pyte.ByteStream.csi, "s": "save_cursor_sco", "u": "restore_cursor_sco"}
     _held = b""
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes) -> None:  # type: ignore[override]  # pyte.ByteStream takes bytes
         data = self._held + data
         tail = _MARKED_CSI_START.search(data)
         self._held = data[tail.start() :] if tail else b""
