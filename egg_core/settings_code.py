@@ -88,13 +88,49 @@ def take_new_code_dirs(
     it) to the quarantine (``quarantine``'s ``failed`` says what could not be moved); one line
     each."""
     quarantine = quarantine or Quarantine(Path(egg_home), "agent code")
-    # as the quarantine finds it: a symlink the sandbox put on the way is what is there
-    found = [path for path in paths if quarantine.locate(path) is not None]
-    if not found:
-        return []
-    return [
-        quarantine.take(path, "created in the sandbox; the agent would load it") for path in found
-    ]
+    lines = []
+    for path in paths:
+        # as the quarantine finds it: a symlink the sandbox put on the way is what is there
+        found = quarantine.locate(path)
+        if found is None:
+            continue
+        line = quarantine.take(path, "created in the sandbox; the agent would load it")
+        moved = quarantine.destination(found)  # only there when the move succeeded
+        if _nothing_but_directories(moved):
+            # Claude's first run makes ~/.claude/plugins/marketplaces and nothing in it:
+            # judged where the sandbox cannot reach (the quarantine), nothing to load, nothing
+            # to say — and nothing kept
+            from egg_core.hostfs import remove_tree
+
+            remove_tree(str(moved))
+            continue
+        lines.append(line)
+    return lines
+
+
+#: entries an empty tree may have before it is taken for more than a first run's skeleton
+EMPTY_TREE_LIMIT = 256
+
+
+def _nothing_but_directories(root: Path) -> bool:
+    """Whether ``root`` is a directory holding only directories (no file, link or anything
+    else, at any depth), with at most EMPTY_TREE_LIMIT of them: a tree with nothing an agent
+    could load."""
+    pending = [str(root)]
+    seen = 0
+    try:
+        if not stat.S_ISDIR(os.lstat(root).st_mode):
+            return False
+        while pending:
+            with os.scandir(pending.pop()) as entries:
+                for entry in entries:
+                    seen += 1
+                    if seen > EMPTY_TREE_LIMIT or not entry.is_dir(follow_symlinks=False):
+                        return False
+                    pending.append(entry.path)
+    except OSError:
+        return False
+    return True
 
 
 def named_paths(text: str, home: str, cwd: str) -> list[str]:

@@ -343,6 +343,8 @@ def test_claudes_first_run_in_a_new_project_reverts_nothing_and_a_planted_comman
     project = state["projects"][str(box.workspace)]
     assert project.get("mcpServers") == {}, project  # its default, written and kept
     assert not any("reverted" in line for line in _egg_lines(first)), _egg_lines(first)
+    # nor about the empty ~/.claude/plugins/marketplaces it makes in a home it has not seen
+    assert not any("agent code" in line for line in _egg_lines(first)), _egg_lines(first)
 
     # Claude itself adds a server for this project, as an agent told to inside would
     witness = box.witness("planted")

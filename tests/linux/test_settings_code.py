@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 from tests.linux.conftest import Box
 
 ORIGINAL = "#!/bin/sh\necho original\n"
@@ -76,6 +78,32 @@ def test_plugin_and_extension_directories_cannot_be_filled(box: Box) -> None:
     # the placeholders held them only during the run
     assert not (box.home / ".claude" / "plugins").exists()
     assert not (box.workspace / ".gemini" / "extensions").exists()
+
+
+@pytest.mark.parametrize(
+    "inside",
+    ["", "touch .gemini/extensions/a/b/x", 'mkdir e && ln -s "$PWD/e" .gemini/extensions/a/l'],
+)
+def test_a_code_directory_made_with_nothing_in_it_goes_without_a_word(
+    box: Box, inside: str
+) -> None:
+    """A first run's skeleton (Claude makes ~/.claude/plugins/marketplaces, empty) holds nothing
+    an agent could load: removed, not reported, not kept. One file — even an empty one — or a
+    symlink in it, and it is quarantined and said, as any code directory the sandbox made."""
+    made = box.exec(
+        "sh", "-c", f"mkdir -p .gemini/extensions/a/b .gemini/extensions/c; {inside or 'true'}",
+        options=["--agent", "gemini"],
+    )  # fmt: skip
+
+    assert made.returncode == 0, made.stderr
+    assert not (box.workspace / ".gemini" / "extensions").exists()
+    kept = [p.name for p in (box.egg_home / "quarantine").rglob("*")]
+    if inside:
+        assert "agent code: removed" in made.stderr
+        assert kept
+    else:
+        assert "agent code" not in made.stderr, made.stderr
+        assert not [name for name in kept if "extensions" in name], kept
 
 
 def test_a_symlink_the_settings_name_gets_its_target_back(box: Box) -> None:
