@@ -315,10 +315,13 @@ def start_daemon(paths: Any, ctx: Context) -> None:
 
 
 def _wait_for_the_command(paths: Any) -> None:
-    """``egg run --detach`` returns once the session's command runs, or (exit 125, one line)
-    when its sandbox failed before the command started: a script must not take a session that
-    never ran anything for one that did. A daemon that keeps preparing (a launch retried as the
-    host changed) is waited for up to START_TIMEOUT; then the session is left to say itself."""
+    """``egg run --detach`` returns once the session's sandbox runs, or (exit 125, one line)
+    when it failed before that: a script must not take a session that never ran anything for
+    one that did. "Runs" is what the platform can tell (``command_started``): bwrap reports its
+    child when it forks it, before its own mounts, so a mount that fails after that still ends
+    the session with 125 and its reason later (``egg ls``, ``egg attach``). A daemon that keeps
+    preparing (a launch retried as the host changed) is waited for up to START_TIMEOUT; then
+    the session is left to say itself."""
     from egg_core.session.store import read_json
 
     deadline = time.monotonic() + START_TIMEOUT

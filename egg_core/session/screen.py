@@ -219,6 +219,12 @@ _MARKED_CSI = re.compile(rb"\x1b\[[<=>][\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]")
 _MARKED_CSI_START = re.compile(rb"\x1b(?:\[(?:[<=>][\x30-\x3f]*[\x20-\x2f]*)?)?\Z")
 
 
+#: the longest start of such a sequence kept for the next feed: anything longer is no
+#: terminal's sequence, and is fed as it is (a sandbox printing ESC [ < and endless digits must
+#: not make each feed copy and scan a growing tail)
+HELD_MAX = 64
+
+
 class ByteStream(pyte.ByteStream):
     """pyte's byte stream, with SCOSC and SCORC for ``Screen`` (pyte has neither), and without
     the CSI sequences pyte misreads as text (:data:`_MARKED_CSI`, also when cut between two
@@ -229,7 +235,7 @@ class ByteStream(pyte.ByteStream):
 
     def feed(self, data: bytes) -> None:  # type: ignore[override]  # pyte.ByteStream takes bytes
         data = self._held + data
-        tail = _MARKED_CSI_START.search(data)
+        tail = _MARKED_CSI_START.search(data, max(0, len(data) - HELD_MAX))
         self._held = data[tail.start() :] if tail else b""
         if tail:
             data = data[: tail.start()]

@@ -255,8 +255,8 @@ class SessionStartup:
         prepared.spawned()
         command = prepared.child_pid()
         self.child_pid = command or self.proc.pid
-        # what `egg run --detach` waits for: the command runs (or the platform cannot tell),
-        # as against a sandbox that failed before it (the end then says why)
+        # what `egg run --detach` waits for: the sandbox's process runs (or the platform cannot
+        # tell), as against a sandbox that failed before it (the end then says why)
         update_meta(
             self.paths, command_started=command is not None or not prepared.reports_child_pid
         )

@@ -66,20 +66,24 @@ def test_a_writable_mount_of_the_same_directory_under_another_name_keeps_the_pro
 ) -> None:
     """Names do not settle which directory a mount is: on a case-insensitive directory
     ``rw:/mnt/x/Tools`` is the one ``/mnt/x/tools/egg.yaml`` is in (this kernel has no casefold
-    to try it on), and a host bind mount shows one directory under two names. The writable
-    mount is found by device and inode; the protection stays. Run in a mount namespace of its
+    to try it on), and a host bind mount shows one directory under two names. A writable mount
+    at, above or below the protected path is found by device and inode; the protection stays. Run in a mount namespace of its
     own (``unshare``), so that nothing is mounted on the host."""
     conf = tmp_path / "conf"
     conf.mkdir()
     (conf / "egg.yaml").write_text(CONFIG)
+    (conf / "sub").mkdir()
     alias = tmp_path / "alias"
     alias.mkdir()
     check = (
         "from egg_plugins.platforms.linux.bwrap import already_read_only, mount_decisions\n"
-        f"config, alias = {str(conf / 'egg.yaml')!r}, {str(alias)!r}\n"
+        f"conf, config, alias = {str(conf)!r}, {str(conf / 'egg.yaml')!r}, {str(alias)!r}\n"
         f"plan = mount_decisions(['--ro-bind', '/', '/', '--bind', alias, alias], {EMPTY!r}, [])\n"
+        "below = alias + '/sub'\n"
+        f"under = mount_decisions(['--ro-bind', '/', '/', '--bind', below, below], {EMPTY!r}, [])\n"
         f"bare = mount_decisions(['--ro-bind', '/', '/'], {EMPTY!r}, [])\n"
-        "print(already_read_only(plan, config), already_read_only(bare, config))\n"
+        "print(already_read_only(plan, config), already_read_only(under, conf),"
+        " already_read_only(bare, config))\n"
     )
     result = subprocess.run(
         ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
@@ -88,7 +92,8 @@ def test_a_writable_mount_of_the_same_directory_under_another_name_keeps_the_pro
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["False", "True"]
+    # above the protected path, below it (a protected directory), and with no writable mount
+    assert result.stdout.split() == ["False", "False", "True"]
 
 
 def test_egg_s_installation_stays_read_only_under_a_writable_rule_reached_by_a_symlink(

@@ -200,3 +200,14 @@ def test_keyboard_mode_sequences_draw_nothing_even_cut_between_feeds(cut: int | 
     assert screen.text()[0] == "a b c de"
     assert screen.buffer[0][7].fg == "red"  # the sequences around are still understood
     assert screen.cursor.hidden
+
+
+def test_an_endless_start_of_a_marked_sequence_is_not_held_without_bound() -> None:
+    """``ESC [ <`` and then digits forever (a sandbox's output): what is kept back for the next
+    feed stays short, so each feed costs the same."""
+    screen = Screen(40, 3)
+    stream = ByteStream(screen)
+    stream.feed(b"x\x1b[<")
+    for _ in range(200):
+        stream.feed(b"1;" * 256)
+    assert len(stream._held) <= 64

@@ -312,22 +312,37 @@ def already_read_only(decisions: Sequence[tuple[str, str]], real: str) -> bool:
 
 
 def _reached_by_a_writable_mount(decisions: Sequence[tuple[str, str]], real: str) -> bool:
-    """Whether a writable mount's directory is ``real`` or one of its directories, compared by
-    what they are on the host (device, inode: observed, so the exec cache re-checks them)."""
-    writable = set()
-    for path, state in decisions:
-        if state == "rw" and (st := observe.lstat_or_none(path)) is not None:
-            writable.add((st.st_dev, st.st_ino))
+    """Whether a writable mount is ``real``, one of its directories, or below it, compared by
+    what the paths are on the host (device, inode: observed, so the exec cache re-checks them)
+    — a protection mounted after a writable mount below it covers that one too."""
+    writable = [path for path, state in decisions if state == "rw"]
     if not writable:
         return False
-    current = real
+    mine = _identities_up(real)
+    if not mine:
+        return False
+    target = mine[0]
+    return any(
+        target in (theirs := _identities_up(path)) or (theirs and theirs[0] in mine)
+        for path in writable
+    )
+
+
+def _identities_up(path: str) -> list[tuple[int, int]]:
+    """(device, inode) of ``path`` and of each directory above it, nearest first; empty when
+    ``path`` itself is missing."""
+    found = []
+    current = path
     while True:
         st = observe.lstat_or_none(current)
-        if st is not None and (st.st_dev, st.st_ino) in writable:
-            return True
+        if st is None:
+            if current == path:
+                return []
+        else:
+            found.append((st.st_dev, st.st_ino))
         parent = os.path.dirname(current)
         if parent == current:
-            return False
+            return found
         current = parent
 
 
