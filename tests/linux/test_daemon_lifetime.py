@@ -128,7 +128,11 @@ def wait_for(path: Path, timeout: float = 30) -> None:
 
 def test_a_daemon_whose_bwrap_refused_to_start_exits(box: Box) -> None:
     box.config({"resources": {"max_fds": 5}})  # bwrap itself cannot start with so few
-    session = detached(box, "--", "true")
+    result = box.run("run", "--detach", "--", "true")
+    # --detach waits for the sandbox: it says so, and gives no id of a session that never ran
+    assert result.returncode == 125, result.stderr
+    assert result.stdout == ""
+    session = result.stderr.split("egg: error: session ", 1)[1].split(":", 1)[0]
 
     assert not still_running(box, session)
     assert meta(box, session)["exit_code"] == 125
