@@ -95,8 +95,8 @@ def take_new_code_dirs(
         if found is None:
             continue
         line = quarantine.take(path, "created in the sandbox; the agent would load it")
-        moved = quarantine.destination(found)  # only there when the move succeeded
-        if _nothing_but_directories(moved):
+        moved = quarantine.destination(found)
+        if line.startswith(f"{quarantine.label}: removed ") and _nothing_but_directories(moved):
             # Claude's first run makes ~/.claude/plugins/marketplaces and nothing in it:
             # judged where the sandbox cannot reach (the quarantine), nothing to load, nothing
             # to say — and nothing kept
