@@ -303,30 +303,14 @@ class Daemon(SessionStartup, SessionServing):
         retry = self.prepared.should_retry(said)
         if code is None and self.attempts < MAX_ATTEMPTS and retry:
             log(self.paths, f"set-up failed as the host changed under it, retrying: {said}")
-            try:
-                self.respawn()
-                return
-            except Exception as exc:  # a launch that cannot be prepared again ends the session
-                why = exc.message if isinstance(exc, EggError) else f"{type(exc).__name__}: {exc}"
-                log(self.paths, f"the sandbox failed before the command started: {why}")
-                if not isinstance(exc, EggError):
-                    log(self.paths, traceback.format_exc())
-                self.end_without_command(f"the sandbox failed before the command started: {why}")
-                return
+            self.start_again_or_end(self.respawn, "the sandbox failed before the command started")
+            return
         if code is not None and self.wants_relaunch(code):
             if said.strip():
                 log(self.paths, f"the sandbox said: {said.strip()}")
             self.drain_pty()  # what it said before it went ("restarting to apply ...")
-            try:
-                self.relaunch()
-                return
-            except Exception as exc:
-                why = exc.message if isinstance(exc, EggError) else f"{type(exc).__name__}: {exc}"
-                log(self.paths, f"the agent could not be started again: {why}")
-                if not isinstance(exc, EggError):
-                    log(self.paths, traceback.format_exc())
-                self.end_without_command(f"the agent could not be started again: {why}")
-                return
+            self.start_again_or_end(self.relaunch, "the agent could not be started again")
+            return
         if code is None:
             code = 125
             why = last_line(said) or f"{self.prepared.argv[0]} exited {returncode}"
@@ -342,6 +326,18 @@ class Daemon(SessionStartup, SessionServing):
         self.exit_code = code
         self.drain_pty()
         self.done.set()
+
+    def start_again_or_end(self, start: Callable[[], None], failure: str) -> None:
+        """Run ``start`` (a respawn or a relaunch); a launch that cannot be prepared again ends
+        the session, ``failure`` and the reason in the log and the end line."""
+        try:
+            start()
+        except Exception as exc:
+            why = exc.message if isinstance(exc, EggError) else f"{type(exc).__name__}: {exc}"
+            log(self.paths, f"{failure}: {why}")
+            if not isinstance(exc, EggError):
+                log(self.paths, traceback.format_exc())
+            self.end_without_command(f"{failure}: {why}")
 
     def wants_relaunch(self, code: int) -> bool:
         """The agent exited asking to be started again (its profile's ``relaunch_exit_code``),
