@@ -46,7 +46,7 @@ from egg_core.policy import NEED_FILTERED, NEED_FULL, NEED_NONE, EffectivePolicy
 from egg_core.sandbox import Availability, Check, Launch, Platform, Prepared
 
 from .linux import bwrap as bw
-from .linux import cpubudget, fastrun, gate_filter, socketgate
+from .linux import cpubudget, fastrun, gate_filter, socketgate, vanishing
 from .linux.placeholders import Held
 from .linux.placeholders import plant as plant_placeholders
 from .linux.placeholders import remove as remove_placeholders
@@ -349,6 +349,16 @@ class LinuxNamespaces(Platform):
         prepared.ignore_signals = (signal.SIGINT, signal.SIGQUIT)
         prepared.set_exit_code_reader(exit_code)
         prepared.set_child_pid_reader(status.child_pid)
+        # a masked file that is gone by the time bwrap mounts (a container engine's socket, an
+        # ssh-agent's) must not fail the launch: see linux.vanishing
+        masks = vanishing.file_masks(args, empty)
+        if masks:
+            prepared.add_start_hook(
+                lambda: setattr(
+                    prepared, "argv", vanishing.drop_vanished(prepared.argv, masks, empty)
+                )
+            )
+            prepared.set_retry_check(lambda said: vanishing.any_vanished(masks, said))
         # a plugin's resolver and connector are objects the cache cannot store: not cached
         cached_network = not sockets or launch.network_transport is None
         if cached_network and not launch.tools_dir:
@@ -361,6 +371,7 @@ class LinuxNamespaces(Platform):
                 gate,
                 group_spec,
                 len(join),
+                empty,
             )
             if net_dir is not None and prepared.recipe is not None:
                 self._offer_network(launch, prepared, net_dir, sockets)
@@ -384,6 +395,7 @@ class LinuxNamespaces(Platform):
         gate: socketgate.Gate,
         group_spec: dict[str, Any] | None,
         joined: int,
+        empty: str,
     ) -> None:
         """Describe this launch for egg exec's cache. Its facts are what the decision looked at
         (recorded through egg_core.observe as it was made), and the paths its command line names.
@@ -432,6 +444,8 @@ class LinuxNamespaces(Platform):
             "stderr_fd": COMMAND_STDERR_FD,
             "exit_reasons": reasons,
             "cgroup": group_spec,
+            "empty_file": empty,
+            "masks": vanishing.file_masks(argv, empty),
         }
         if layer:
             prepared.recipe["home_layer"] = layer

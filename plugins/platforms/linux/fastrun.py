@@ -16,7 +16,7 @@ from egg_core.spawn import (
     wait_pid,
 )
 
-from . import gate_filter, placeholders, socketgate
+from . import gate_filter, placeholders, socketgate, vanishing
 from .status import StatusReader
 
 TYPE_CHECKING = False
@@ -69,7 +69,7 @@ def away_from(fd: int, taken: int) -> int:
 
 def _spawn_and_supervise(
     entry: dict[str, Any], env: dict[str, str], programs: list[bytes], group: Running | None
-) -> int:
+) -> int | None:
     inner = entry["stderr_fd"]
     seccomp_fd = away_from(os.open(entry["seccomp_file"], os.O_RDONLY), inner)
     os.set_inheritable(seccomp_fd, True)
@@ -79,7 +79,10 @@ def _spawn_and_supervise(
     said_read, said_write = setup_pipe()
     said_write = away_from(said_write, inner)
     table = {SECCOMP_FD: str(seccomp_fd), STATUS_FD: str(status_write)}
+    masks = entry.get("masks", ())
     argv = [table.get(arg, arg) for arg in entry["argv"]]
+    if masks:  # a masked file gone by now is not mounted over (see linux.vanishing)
+        argv = vanishing.drop_vanished(argv, masks, entry["empty_file"])
     if group is not None:
         argv = group.prefix() + argv
     status = StatusReader(status_read)
@@ -115,6 +118,8 @@ def _spawn_and_supervise(
             pid, lambda: wait_pid(pid), tty=entry["tty"], command_pid=status.child_pid
         )
         said = setup_errors(said_read)
+        if status.exit_code(returncode) is None and masks and vanishing.any_vanished(masks, said):
+            return None  # nothing of the command ran: the full path prepares it afresh
         reasons: dict[int, str] = entry["exit_reasons"]
         exit_code: Callable[[int], int | None] = status.exit_code
         reason: Callable[[int], str | None] = reasons.get
