@@ -227,6 +227,12 @@ PROFILE = AgentProfile(
         EnvDefault("DISABLE_TELEMETRY", "1", "telemetry hosts are not on the allowlist"),
         EnvDefault("DISABLE_ERROR_REPORTING", "1", "error-reporting hosts are not allowed"),
         EnvDefault(
+            "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL",
+            "1",
+            "its auto-install is a git clone of plugin code into ~/.claude/plugins, which egg "
+            "takes out after every run (a first run said so, and a clone cut short leaves a .git)",
+        ),
+        EnvDefault(
             "IS_SANDBOX",
             "1",
             "it does run in a sandbox; claude refuses --dangerously-skip-permissions as root "
