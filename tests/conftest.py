@@ -13,6 +13,22 @@ from tests import volumes
 
 volumes.register_profiles()  # hypothesis: CI's example counts, or EGG_TEST_FULL=1's
 
+#: workers per core for ``-n auto`` (pyproject's addopts): the suite spends most of its time
+#: waiting on the sandboxes, terminals, agents and servers it starts, not computing (measured:
+#: four workers on two cores, 27 min down to under 14, the machine shared with other work)
+WORKERS_PER_CORE = 2
+MAX_WORKERS = 8
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """How many workers ``-n auto`` starts: ``EGG_TEST_WORKERS`` if set, else two per core
+    (at most eight: each worker is one more run beside the others, and the suite must pass
+    beside another run, not beside a dozen)."""
+    configured = os.environ.get("EGG_TEST_WORKERS")
+    if configured:
+        return max(1, int(configured))
+    return min(MAX_WORKERS, WORKERS_PER_CORE * (os.cpu_count() or 1))
+
 
 @pytest.fixture
 def plugin_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

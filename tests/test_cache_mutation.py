@@ -32,7 +32,7 @@ def test_every_fact_check_test_fails_when_fact_checking_is_disabled(tmp_path: Pa
     ]
     pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "fact_check"]
     collected = subprocess.run(
-        [*pytest, "--collect-only", *files],
+        [*pytest, "-o", "addopts=", "--collect-only", *files],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -13,6 +13,8 @@ directory outside the checkout, an environment without ``PYTHONPATH``, as root a
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import shutil
 import subprocess
@@ -21,7 +23,7 @@ import tarfile
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 import attrs
 import pytest
@@ -167,9 +169,57 @@ def run_step(argv: list[str], what: str) -> None:
 
 @pytest.fixture(scope="session")
 def installed(boxes_dir: Path) -> Iterator[Installed]:
-    """The sdist and wheels built from this checkout, the wheel installed in a fresh venv."""
-    work = boxes_dir / "installed"
-    work.mkdir(mode=0o755)
+    """The sdist and wheels built from this checkout, the wheel installed in a fresh venv.
+
+    Built once per run: the suite's workers (pytest-xdist) share one build, made by the first
+    that asks, in a directory beside the boxes named after the run; the last to finish with it
+    removes it."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run is None:
+        work = boxes_dir / "installed"
+        work.mkdir(mode=0o755)
+        yield build_and_install(work)
+        return
+    work = boxes_dir.parent / f"egg-installed-{run[:16]}"
+    lock_path = boxes_dir.parent / f"egg-installed-{run[:16]}.lock"
+    with open(lock_path, "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        users = _users(lock)
+        done = work / "installed.json"
+        if not done.exists():
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir(mode=0o755)
+            built = build_and_install(work)
+            done.write_text(json.dumps({k: str(v) for k, v in attrs.asdict(built).items()}))
+        built = Installed(**{k: Path(v) for k, v in json.loads(done.read_text()).items()})
+        _set_users(lock, users + 1)
+    try:
+        yield built
+    finally:
+        with open(lock_path, "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            users = _users(lock) - 1
+            _set_users(lock, users)
+            if users <= 0:
+                shutil.rmtree(work, ignore_errors=True)
+                os.unlink(lock_path)
+
+
+def _users(lock: IO[str]) -> int:
+    lock.seek(0)
+    text = lock.read().strip()
+    return int(text) if text else 0
+
+
+def _set_users(lock: IO[str], users: int) -> None:
+    lock.seek(0)
+    lock.truncate()
+    lock.write(str(users))
+    lock.flush()
+
+
+def build_and_install(work: Path) -> Installed:
+    """Build the distributions in ``work`` and install the wheel into ``work/venv``."""
     assert ROOT not in work.parents, f"{work} is inside the checkout"
     sdist, wheel, tree_wheel = build_distributions(work)
 
@@ -190,7 +240,7 @@ def installed(boxes_dir: Path) -> Iterator[Installed]:
         ],
         "installing the wheel",
     )
-    yield Installed(
+    return Installed(
         source=work / "source", sdist=sdist, wheel=wheel, tree_wheel=tree_wheel, prefix=prefix
     )
 
