@@ -310,6 +310,37 @@ def test_connect_to_an_unlisted_domain_is_refused(box: Box, listen: Listen) -> N
     assert server.received_nothing()
 
 
+def test_a_wildcard_reaches_subdomains_only_never_a_lookalike_or_the_domain_itself(
+    box: Box, listen: Listen
+) -> None:
+    """``*.example.com`` through the real proxy: a subdomain is reached, while ``evilexample.com``
+    (the same letters, another domain) and ``example.com`` (a wildcard never covers the domain
+    itself) are refused before anything is dialed, although the seam would reach the listener
+    for all three."""
+    server = listen(socket.AF_INET, ("127.0.0.1", 0), echo=True)
+    log = box.home / "network.log"
+    names = ["api.example.com", "evilexample.com", "example.com"]
+
+    found = box.probe(
+        PROXY + f"report(**{{n: via_proxy(n + ':443', n.encode()) for n in {names!r}}})",
+        config={"network": ["*.example.com"]},
+        options=["--network-log", str(log)],
+        env=seam(*((name, PUBLIC, server.port) for name in names)),
+    )
+
+    assert found == {
+        "api.example.com": {"status": 200, "reply": "pong:api.example.com"},
+        "evilexample.com": {"status": 403, "reply": None},
+        "example.com": {"status": 403, "reply": None},
+    }
+    assert server.hits == [b"api.example.com"]
+    assert [(r["host"], r["decision"], r["reason"]) for r in log_lines(log)] == [
+        ("api.example.com", "allow", "allowed by *.example.com"),
+        ("evilexample.com", "deny", "host not on the allowlist"),
+        ("example.com", "deny", "host not on the allowlist"),
+    ]
+
+
 def test_allowed_domain_on_an_unlisted_port_is_refused(box: Box, listen: Listen) -> None:
     server = listen(socket.AF_INET, ("127.0.0.1", 0), echo=True)
 
