@@ -394,6 +394,41 @@ def test_connect_to_a_host_loopback_port_through_the_proxy_is_refused(
     assert server.received_nothing()
 
 
+def test_observe_mode_refuses_connect_to_a_host_loopback_port_through_the_proxy(
+    box: Box, listen: Listen
+) -> None:
+    """Observe lets unlisted names through, never the host's own services: a CONNECT to a
+    loopback port that is not forwarded is refused in observe mode as in enforce mode, in every
+    spelling, and network.log says so (a refusal, not a would-deny)."""
+    server = listen(socket.AF_INET, ("127.0.0.1", 0), echo=True)
+    port = server.port
+    log = box.home / "network.log"
+    targets = [
+        f"127.0.0.1:{port}",
+        f"localhost:{port}",
+        f"127.1.2.3:{port}",
+        f"[::1]:{port}",
+        f"[::ffff:127.0.0.1]:{port}",
+        f"0.0.0.0:{port}",
+    ]
+
+    found = box.probe(
+        PROXY + f"report(**{{t: via_proxy(t)['status'] for t in {targets!r}}})",
+        config=POLICIES["observe"],
+        options=["--network-log", str(log)],
+        env=seam(("api.example.com", PUBLIC, port)),
+    )
+
+    assert found == dict.fromkeys(targets, 403)
+    assert server.received_nothing()
+    records = log_lines(log)
+    assert len(records) == len(targets), records
+    for record in records:
+        assert record["port"] == port and record["decision"] == "deny", record
+        assert record["reason"] == f"loopback port {port} is not a forwarded local port", record
+        assert "would_deny" not in record, record
+
+
 def test_forwarded_local_port_answers(box: Box, listen: Listen) -> None:
     server = listen(socket.AF_INET, ("127.0.0.1", 0), echo=True)
 
