@@ -20,6 +20,7 @@ WORKERS_PER_CORE = 2
 MAX_WORKERS = 8
 
 
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: unknown when run with -p no:xdist
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """How many workers ``-n auto`` starts: ``EGG_TEST_WORKERS`` if set, else two per core
     (at most eight: each worker is one more run beside the others, and the suite must pass

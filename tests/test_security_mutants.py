@@ -1,0 +1,181 @@
+"""The curated mutation tier: each security check taken out of a copy of egg (a textual mutant of
+its source), the tests that guard it must fail. A guarding test that still passed would be one
+that never relied on the check it claims to cover (issue: structure, tests proven to catch a
+broken check).
+
+How: the checkout's sources and tests are copied, the mutant is applied to the copy (its text
+must occur exactly once, so a refactor that moves the check fails this tier until the mutant is
+updated), and the guarding tests run from the copy — the copy first on ``sys.path`` for pytest
+and, through ``EGG_TEST_MUTANT``, for every egg process the tests start (inside sandboxes too).
+
+The mutants of the socket gate and of the exec cache's fact checks have tiers of their own
+(``tests/linux/test_gate_mutation.py``, ``tests/test_cache_mutation.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+#: what the copy holds: the code egg runs and the tests that run it
+COPIED = ("egg_core", "plugins", "tests", "pyproject.toml")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One check taken out: ``old`` replaced by ``new`` in ``path`` (relative to the checkout)."""
+
+    name: str
+    path: str
+    old: str
+    new: str
+    #: the tests that must fail with it (pytest node ids, relative to the checkout)
+    tests: tuple[str, ...]
+
+
+MUTANTS: list[Mutant] = [
+    Mutant(
+        "a wildcard matches a lookalike (evilexample.com for *.example.com)",
+        "egg_core/netrules.py",
+        "hit = host.endswith(name[1:]) and host != name[2:]",
+        "hit = host.endswith(name[2:]) and host != name[2:]",
+        (
+            "tests/policy/test_netrules.py::"
+            "test_a_wildcard_matches_subdomains_only_at_a_label_boundary",
+            "tests/linux/test_network.py::"
+            "test_a_wildcard_reaches_subdomains_only_never_a_lookalike_or_the_domain_itself",
+        ),
+    ),
+    Mutant(
+        "a wildcard covers the domain itself (example.com for *.example.com)",
+        "egg_core/netrules.py",
+        "hit = host.endswith(name[1:]) and host != name[2:]",
+        "hit = host.endswith(name[1:]) or host == name[2:]",
+        ("tests/policy/test_netrules.py::test_a_wildcard_never_covers_the_domain_itself",),
+    ),
+    Mutant(
+        "observe mode lets CONNECT to a host loopback port through",
+        "egg_core/netproxy.py",
+        "        if is_loopback(host):\n            if port",
+        '        if is_loopback(host) and self.rules.mode != "observe":\n            if port',
+        (
+            "tests/policy/test_proxy_observe.py::"
+            "test_a_loopback_port_not_forwarded_is_refused_in_observe_mode_too",
+            "tests/linux/test_network.py::"
+            "test_observe_mode_refuses_connect_to_a_host_loopback_port_through_the_proxy",
+        ),
+    ),
+    Mutant(
+        "the exec cache takes a retargeted symlink for the same one",
+        "egg_core/facts.py",
+        "st.st_gid, os.readlink(path))",
+        "st.st_gid, None)",
+        (
+            "tests/test_facts_identity.py::"
+            "test_a_symlink_retargeted_on_the_same_inode_is_another_identity",
+        ),
+    ),
+]
+
+
+def mutated_copy(mutant: Mutant | None, parent: Path) -> Path:
+    """A copy of the checkout with ``mutant`` applied (None: as it is), readable by every test
+    identity."""
+    copy = Path(tempfile.mkdtemp(prefix="egg-mutant-", dir=parent))
+    copy.chmod(0o755)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis")
+    for name in COPIED:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, copy / name, ignore=ignore, symlinks=True)
+        else:
+            shutil.copy2(source, copy / name)
+    # egg_plugins is plugins/ under its import name (a symlink at the top of the checkout)
+    (copy / "egg_plugins").symlink_to("plugins")
+    subprocess.run(["chmod", "-R", "a+rX", str(copy)], check=True)
+    if mutant is None:
+        return copy
+    target = copy / mutant.path
+    text = target.read_text()
+    assert text.count(mutant.old) == 1, (
+        f"{mutant.name}: the mutated text occurs {text.count(mutant.old)} times in {mutant.path}"
+        " (the check moved: update the mutant)"
+    )
+    target.write_text(text.replace(mutant.old, mutant.new))
+    return copy
+
+
+@pytest.fixture
+def mutants_parent() -> Iterator[Path]:
+    """Where the copies go: not /tmp, which every sandbox has private, and traversable by
+    uid 65534 (the tests run egg as that user too)."""
+    base = Path(os.path.realpath(os.environ.get("EGG_LINUX_TEST_DIR", "/var/tmp")))
+    parent = Path(tempfile.mkdtemp(prefix="egg-mutants-", dir=base))
+    parent.chmod(0o755)
+    yield parent
+    shutil.rmtree(parent, ignore_errors=True)
+
+
+def run_tests(copy: Path, tests: list[str]) -> tuple[set[str], str]:
+    """Run ``tests`` from ``copy`` (in one process: this tier is one test of a worker already);
+    the node ids that failed, and the output."""
+    env = {**os.environ, "EGG_TEST_MUTANT": str(copy), "PYTHONPATH": str(copy)}
+    options = ["-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-o", "addopts=", "-rfE"]
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", *options, *tests],
+        cwd=copy,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    failed = {
+        line.split()[1]
+        for line in result.stdout.splitlines()
+        if line.startswith(("FAILED", "ERROR"))
+    }
+    return failed, result.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mutant", MUTANTS, ids=[m.name for m in MUTANTS])
+def test_the_tests_guarding_a_security_check_fail_without_it(
+    mutant: Mutant, mutants_parent: Path
+) -> None:
+    failed, output = run_tests(mutated_copy(mutant, mutants_parent), list(mutant.tests))
+    survivors = [test for test in mutant.tests if not any(f.startswith(test) for f in failed)]
+    assert not survivors, (
+        f"{mutant.name}: passed with the check taken out: {survivors}\n{output[-2000:]}"
+    )
+
+
+@pytest.mark.slow
+def test_the_guarding_tests_pass_in_an_unmutated_copy(mutants_parent: Path) -> None:
+    """The control: a copy that does not run (a file it lacks, a path it cannot read) would
+    fail every guarding test and make every mutant look caught."""
+    tests = sorted({test for mutant in MUTANTS for test in mutant.tests})
+    failed, output = run_tests(mutated_copy(None, mutants_parent), tests)
+    assert not failed, output[-3000:]
+    assert " passed" in output.splitlines()[-1], output[-3000:]
+
+
+def test_every_mutant_names_tests_that_exist() -> None:
+    """A mutant's guarding tests are real node ids (a renamed test would make the tier pass
+    vacuously: a test that is not collected does not fail)."""
+    for mutant in MUTANTS:
+        assert (ROOT / mutant.path).is_file(), mutant.path
+        assert (ROOT / mutant.path).read_text().count(mutant.old) == 1, mutant.name
+        for test in mutant.tests:
+            file, _, name = test.partition("::")
+            assert (ROOT / file).is_file(), test
+            function = name.split("[")[0].split("::")[-1]
+            assert f"def {function}(" in (ROOT / file).read_text(), test
