@@ -42,6 +42,7 @@ NUMBERS = {
         "clone3": 435,
         "kexec_load": 246,
         "init_module": 175,
+        "ioctl": 16,
     },
     "aarch64": {
         "ptrace": 117,
@@ -65,6 +66,7 @@ NUMBERS = {
         "clone3": 435,
         "kexec_load": 104,
         "init_module": 105,
+        "ioctl": 29,
     },
 }
 NR = NUMBERS.get(platform.machine(), {})
@@ -267,6 +269,48 @@ def test_tiocsti_works_on_the_host_without_the_sandbox() -> None:
 
 def test_tiocsti_cannot_inject_into_the_terminal(box: Box) -> None:
     argv = box.command("exec", "--tty", "--", PY, "-I", "-c", TIOCSTI_PROBE)
+
+    code, shown, out = run_on_terminal(argv, box.env(), str(box.workspace))
+
+    assert code == 0, out
+    assert '"tiocsti": "EPERM"' in out
+    assert b"egg-injected" not in shown
+
+
+#: TIOCSTI with bit 32 set, issued as the raw syscall so the full 64-bit register reaches the
+#: filter (Python's ``fcntl.ioctl`` takes an unsigned int and would drop the high bits). The
+#: kernel's ioctl takes ``unsigned int cmd``, so to it this request IS TIOCSTI: a filter that
+#: compared all 64 bits would let it through (flatpak's CVE-2019-10063).
+TIOCSTI_HIGH_BITS_PROBE = (
+    PRELUDE
+    + f"""
+import termios
+NR_IOCTL = {NR.get("ioctl", -1)}
+REQUEST = termios.TIOCSTI | (1 << 32)
+def inject():
+    for ch in b"egg-injected":
+        buf = ctypes.create_string_buffer(bytes([ch]), 1)
+        syscall(NR_IOCTL, 0, REQUEST, ctypes.addressof(buf))
+report(tiocsti=attempt(inject))
+"""
+)
+
+
+@pytest.mark.skipif(not NR, reason=f"no syscall table for {platform.machine()}")
+def test_tiocsti_with_high_bits_set_injects_on_the_host() -> None:
+    """The control for the next test: the kernel reads only the low 32 bits of the request."""
+    code, shown, out = run_on_terminal(
+        [PY, "-I", "-c", TIOCSTI_HIGH_BITS_PROBE], dict(os.environ), "/"
+    )
+
+    assert code == 0, out
+    assert '"tiocsti": "ok"' in out
+    assert b"egg-injected" in shown
+
+
+@pytest.mark.skipif(not NR, reason=f"no syscall table for {platform.machine()}")
+def test_tiocsti_with_high_bits_set_cannot_inject_into_the_terminal(box: Box) -> None:
+    argv = box.command("exec", "--tty", "--", PY, "-I", "-c", TIOCSTI_HIGH_BITS_PROBE)
 
     code, shown, out = run_on_terminal(argv, box.env(), str(box.workspace))
 
