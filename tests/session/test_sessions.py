@@ -287,6 +287,37 @@ def test_unauthenticated_clients_get_nothing_and_the_session_survives(env, proje
         kill(env, project, session)
 
 
+def test_a_wrong_token_followed_by_requests_gets_no_answer_and_has_no_effect(env, project):
+    """A wrong token alone proves nothing: a daemon that never compared it would also send
+    nothing until asked. So the wrong token is followed by what a client would ask for — attach,
+    type a command, status — and none of it may be answered or happen."""
+    session = start(env, project, "sh")
+    try:
+        token = (session_dir(env, session) / "egg.token").read_bytes().strip()
+        wrong = bytes(b ^ 1 for b in token)  # the same length, every byte different
+        sock = _raw_connect(env, session)
+        sock.sendall(
+            p.encode(p.AUTH, wrong)
+            + p.encode(p.ATTACH, p.pack_attach(False, 24, 80))
+            + p.encode(p.INPUT, b"touch injected-by-a-wrong-token\r")
+            + p.encode(p.STATUS)
+        )
+        sock.shutdown(socket.SHUT_WR)  # an honest daemon has closed already; a mutant answers
+        assert _receive_all(sock) == b""
+        sock.close()
+        # the shell runs its input in order: once the right client's echo comes back, any
+        # typed-in touch would have run before it
+        honest = attach(env, project, session)
+        honest.send("echo ready-$((2+3))\r")
+        honest.expect("ready-5")
+        assert not (project / "injected-by-a-wrong-token").exists()
+        honest.sendcontrol("\\")
+        honest.expect(pexpect.EOF)
+        assert status(env, project, session)["state"] == "running"
+    finally:
+        kill(env, project, session)
+
+
 def test_valid_token_then_a_malformed_frame_closes_only_that_connection(env, project):
     session = start(env, project, "sh")
     try:
