@@ -3,7 +3,24 @@
 from __future__ import annotations
 
 import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
+
+#: how long a test waits for a condition before it fails (generous: a busy 2-core host)
+WAIT_TIMEOUT = 30.0
+
+
+def wait_until(condition: Callable[[], object], what: str, timeout: float = WAIT_TIMEOUT) -> None:
+    """Poll ``condition`` until it is true; fail with ``what`` (what was awaited) if it never is.
+
+    A test that sleeps a fixed time and then asserts is slow when the host is idle and flaky
+    when it is busy; waiting on the condition itself is neither."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {timeout:.0f} s for {what}")
+        time.sleep(0.02)
 
 
 def write_dist(

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 
 import attrs
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -308,3 +309,29 @@ def test_the_issues_passthrough_is_dropped_whole_and_the_screen_stays() -> None:
     assert payload.endswith(b"\x1b[1;1H\x1b[48;5;232m OPENCODE-UI \x1b[0m")
     assert b"OPENCODE-UI" in bytes(terminal_models.tmux(payload + b"AFTER").text)
     assert bytes(terminal_models.tmux(payload + b"AFTER").text).endswith(b"AFTER")
+
+
+#: the DCS requests, each in both introducer forms: the terminal answers XTGETTCAP with
+#: ``DCS 1 + r … ST`` and DECRQSS with ``DCS 1 $ r … ST``, typed into the program's input
+DCS_QUERIES = {
+    "xtgettcap": b"\x1bP+q544e;636f6c6f7273\x1b\\",
+    "decrqss": b"\x1bP$qm\x1b\\",
+    # (to tmux a DCS ends only at ESC backslash; a C1 ST inside would drop it as odd anyway)
+    "xtgettcap-c1": b"\xc2\x90+q4d73\x1b\\",
+    "decrqss-c1": b'\xc2\x90$q"p\x1b\\',
+}
+
+
+@pytest.mark.parametrize("query", list(DCS_QUERIES.values()), ids=list(DCS_QUERIES))
+def test_a_repaint_carries_no_xtgettcap_or_decrqss(query: bytes) -> None:
+    """Deterministic, where the properties above meet these queries only when hypothesis happens
+    to draw them: the screen around each is repainted, the query itself is not."""
+    ring = ReplayRing()
+    ring.feed(b"\x1b[1;1Hbefore " + query + b" after\r\n\x1b[1mBOLD\x1b[0m " + query + b"END")
+
+    payload = ring.repaint(24).payload
+
+    shown = bytes(terminal_models.xterm(payload).text)
+    assert b"before" in shown and b"after" in shown and shown.endswith(b"END")
+    assert b"+q" not in payload and b"$q" not in payload
+    assert_well_formed(payload)

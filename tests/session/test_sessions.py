@@ -17,6 +17,7 @@ import pexpect
 import pytest
 
 from egg_core.session import protocol as p
+from tests.helpers import wait_until
 
 EGG = [sys.executable, "-P", "-m", "egg_core.cli"]
 TIMEOUT = 20
@@ -172,6 +173,35 @@ def test_reattach_repaints_an_alternate_screen_tui(env, project):
         assert screen.returncode == 0
         lines = screen.stdout.splitlines()
         assert lines[4][9:].startswith("TUI-SCREEN-READY")
+    finally:
+        kill(env, project, session)
+
+
+#: asks the terminal for capabilities (XTGETTCAP) and settings (DECRQSS), 7-bit and C1, with no
+#: client attached; the reattaching terminal must not be asked again (its answers would be typed
+#: into the program)
+DCS_ASKER = r"""
+import os, time
+os.write(1, b"\x1b[2J\x1b[Hasking\x1bP+q544e;636f6c6f7273\x1b\\\x1bP$qm\x1b\\"
+            b"\xc2\x90+q4d73\x1b\\\xc2\x90$q\"p\x1b\\ QUERIES-ASKED")
+open("asked", "w").close()
+time.sleep(600)
+"""
+
+
+def test_a_reattach_repaint_asks_the_terminal_no_xtgettcap_or_decrqss(env, project):
+    (project / "asker.py").write_text(DCS_ASKER)
+    session = start(env, project, sys.executable, "asker.py")
+    try:
+        wait_until((project / "asked").exists, "the program to have asked")
+        child = attach(env, project, session)
+        child.expect("QUERIES-ASKED")
+        repaint = child.before
+        child.sendcontrol("\\")
+        child.expect(pexpect.EOF)
+
+        assert b"asking" in repaint
+        assert b"+q" not in repaint and b"$q" not in repaint
     finally:
         kill(env, project, session)
 
