@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.session.test_sessions import TIMEOUT, egg, session_dir, wait_exited
+from tests.session.test_sessions import TIMEOUT, egg, kill_daemon, session_dir, wait_exited
 
 #: a fake ``claude``: writes its transcript where Claude Code does, from --session-id or
 #: --resume (appending to it, as claude does), says which it got, and whether the transcript was
@@ -291,9 +290,7 @@ def test_a_capture_survives_the_daemon_being_killed(env, project, lingering_clau
     while not chat.exists() and time.monotonic() < deadline:
         time.sleep(0.1)  # the first periodic capture
     assert chat.exists()
-    daemon = int((session_dir(env, session) / "egg.pid").read_text())
-    os.kill(daemon, signal.SIGKILL)
-    time.sleep(0.3)
+    kill_daemon(env, session)
     listed = json.loads(egg(env, "history", "--json", cwd=project).stdout)
     assert [c["session"] for c in listed] == [session]
     shown = egg(env, "history", "show", session, cwd=project)

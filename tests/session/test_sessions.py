@@ -77,6 +77,16 @@ def wait_exited(env: dict[str, str], session: str, timeout: float = TIMEOUT) -> 
     raise AssertionError(f"session {session} did not exit")
 
 
+def kill_daemon(env: dict[str, str], session: str) -> None:
+    """SIGKILL the session's daemon and wait until it is gone (what the next egg command finds
+    is a dead daemon, not one still dying)."""
+    from egg_core.session.store import SessionPaths, daemon_alive
+
+    paths = SessionPaths(session_dir(env, session))
+    os.kill(int(paths.pid.read_text()), signal.SIGKILL)
+    wait_until(lambda: not daemon_alive(paths), "the daemon gone")
+
+
 def kill(env: dict[str, str], project: Path, session: str) -> None:
     """End a test's session: SIGKILL to its program, then wait for the daemon to be gone.
 
@@ -211,8 +221,7 @@ def test_two_clients_see_the_same_output(env, project):
     try:
         first = attach(env, project, session)
         second = attach(env, project, session)
-        time.sleep(0.3)
-        assert status(env, project, session)["clients"] == 2
+        wait_until(lambda: status(env, project, session)["clients"] == 2, "two clients")
         first.send("echo both-$((2+3))\r")
         first.expect("both-5")
         second.expect("both-5")
@@ -266,7 +275,8 @@ def test_sigkilled_client_leaves_the_session_running(env, project):
         child.expect("alive")
         os.kill(child.pid, signal.SIGKILL)
         child.close(force=True)
-        time.sleep(0.3)
+        # the daemon has seen the client go (not: a moment has passed)
+        wait_until(lambda: status(env, project, session).get("clients", 0) == 0, "the client gone")
         assert status(env, project, session)["state"] == "running"
         again = attach(env, project, session)
         again.send("echo still-$((4+4))\r")
@@ -484,9 +494,7 @@ def test_settings_are_restored_by_the_next_egg_command_after_the_daemon_is_sigki
     while "evil" not in settings.read_text() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert "evil" in settings.read_text()
-    daemon = int((session_dir(env, session) / "egg.pid").read_text())
-    os.kill(daemon, signal.SIGKILL)
-    time.sleep(0.3)
+    kill_daemon(env, session)
     listing = egg(env, "ls", cwd=project)
     assert listing.stderr == ""
     doctor = egg(env, "doctor", cwd=project)
