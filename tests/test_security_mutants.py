@@ -84,6 +84,37 @@ MUTANTS: list[Mutant] = [
             "test_a_symlink_retargeted_on_the_same_inode_is_another_identity",
         ),
     ),
+    Mutant(
+        "the TIOCSTI rule compares all 64 bits (bit 32 set walks past it; the kernel reads 32)",
+        "plugins/platforms/linux/seccomp.py",
+        'filt.add_rule(eperm, "ioctl", sc.Arg(1, sc.MASKED_EQ, 0xFFFFFFFF, request))',
+        'filt.add_rule(eperm, "ioctl", sc.Arg(1, sc.EQ, request))',
+        (
+            "tests/linux/test_syscalls.py::"
+            "test_tiocsti_with_high_bits_set_cannot_inject_into_the_terminal",
+        ),
+    ),
+    Mutant(
+        "the session socket never compares the client's token",
+        "egg_core/session/serving.py",
+        "if first.type != p.AUTH or not hmac.compare_digest(first.payload, self.token):",
+        "if first.type != p.AUTH:",
+        (
+            "tests/session/test_sessions.py::"
+            "test_a_wrong_token_followed_by_requests_gets_no_answer_and_has_no_effect",
+        ),
+    ),
+    Mutant(
+        "a repaint keeps XTGETTCAP and DECRQSS (the terminal would answer into the program)",
+        "egg_core/session/queries.py",
+        'return body[:2] in (b"+q", b"$q")',
+        "return False",
+        (
+            "tests/session/test_repaint_strings.py::test_a_repaint_carries_no_xtgettcap_or_decrqss",
+            "tests/session/test_sessions.py::"
+            "test_a_reattach_repaint_asks_the_terminal_no_xtgettcap_or_decrqss",
+        ),
+    ),
 ]
 
 

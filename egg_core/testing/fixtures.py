@@ -7,6 +7,8 @@ configuration, sessions or caches.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,14 +28,28 @@ def egg_user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def egg_home(tmp_path: Path, egg_user_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty ``$EGG_HOME`` for this test (outside the isolated ``$HOME``)."""
+def egg_home(
+    tmp_path: Path, egg_user_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
+    """An empty ``$EGG_HOME`` for this test (outside the isolated ``$HOME``).
+
+    In ``tmp_path`` when a session's socket fits below it; else (a long test name, pytest-xdist's
+    ``popen-gwN`` level) in a short directory of its own under the system's temporary
+    directory, removed after the test: a unix socket's path holds at most 107 bytes."""
+    from egg_core.paths import socket_fits
+
     path = tmp_path / "egg-home"
+    short = None
+    if not socket_fits(path / "sessions" / "12345678" / "egg.sock"):
+        short = Path(tempfile.mkdtemp(prefix="egg-home-"))
+        path = short / "egg-home"
     path.mkdir(mode=0o700)
     monkeypatch.setenv("EGG_HOME", str(path))
     for name in ("EGG_LOAD_PLUGINS", "EGG_DISABLE_PLUGINS", "EGG_PLATFORM", "EGG_DEBUG"):
         monkeypatch.delenv(name, raising=False)
-    return path
+    yield path
+    if short is not None:
+        shutil.rmtree(short, ignore_errors=True)
 
 
 @pytest.fixture
