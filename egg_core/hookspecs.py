@@ -20,7 +20,9 @@ recently registered implementation first. A built-in *default* in a ``firstresul
 therefore marked ``trylast`` so that any third-party implementation wins.
 
 Hooks are grouped by when they fire: registration (once per command, when the core asks for the
-agents, platforms or tools), history (around a session), session lifecycle, and the CLI.
+agents, platforms or tools), history (around a session), session lifecycle, and the CLI. Each
+hook says the egg version it appeared in (``versionadded``), and each is called through the
+plugin manager by a ``test_hook_<name>`` of egg's own suite (``tests/test_hooks.py``).
 """
 
 from __future__ import annotations
@@ -67,6 +69,8 @@ def egg_register_agents(register: RegisterAgent) -> None:
 
     :param register: callback taking one ``AgentProfile``.
     :return: nothing; the return value is ignored.
+
+    .. versionadded:: 0.1.0
     """
 
 
@@ -80,6 +84,8 @@ def egg_register_platforms(register: RegisterPlatform) -> None:
 
     :param register: callback taking one ``Platform``.
     :return: nothing; the return value is ignored.
+
+    .. versionadded:: 0.1.0
     """
 
 
@@ -104,6 +110,8 @@ def egg_register_tools(
     :param report: callback ``(source, problem)`` for a definition that cannot be loaded; it is
         listed by ``egg tools`` and stops only a launch that enables that tool.
     :return: nothing; the return value is ignored.
+
+    .. versionadded:: 0.1.0
     """
 
 
@@ -126,6 +134,8 @@ def egg_history_capture(agent: AgentProfile, ctx: HistoryContext) -> Transcript 
         conversation id when egg knows it (it passed it with ``session_id_flag``, or resumes it).
     :return: the transcript (the agent's directory, the file under it, the agent's own id), or
         None to decline (not your agent, or no transcript of this session yet).
+
+    .. versionadded:: 0.1.0
     """
 
 
@@ -143,6 +153,8 @@ def egg_history_restore(
         have moved since the capture).
     :param captured: where the transcript was when it was captured.
     :return: where it goes now, or None to decline (not your agent).
+
+    .. versionadded:: 0.1.0
     """
 
 
@@ -160,6 +172,8 @@ def egg_history_render(agent: AgentProfile, data: bytes) -> list[Turn] | None:
         None to decline (not your agent). A user turn is what the user typed, as they typed it
         (the agent's own markup for a shell or slash command read back into text, context the
         agent added left out): the first one that does not open with a tag is the title.
+
+    .. versionadded:: 0.1.0
     """
 
 
@@ -181,6 +195,8 @@ def egg_history_turns(agent: AgentProfile, transcript: TranscriptReader) -> Iter
     :param transcript: the captured transcript (:class:`egg_core.transcripts.TranscriptReader`).
     :return: user and assistant turns in order, each tool call as a turn with its name, as
         ``egg_history_render`` gives them for the same bytes; or None to decline (not your agent).
+
+    .. versionadded:: 0.1.0
     """
 
 
@@ -198,6 +214,8 @@ def egg_network_transport() -> NetworkTransport | None:
     ``firstresult``: the first non-None answer wins.
 
     :return: the resolver and connector to use, or None to decline (the system's are used).
+
+    .. versionadded:: 0.1.0
     """
 
 
@@ -210,6 +228,8 @@ def egg_session_started(session: SessionInfo) -> None:
 
     :param session: id, directory, agent, command and platform of the session.
     :return: nothing; the return value is ignored.
+
+    .. versionadded:: 0.1.0
     """
 
 
@@ -220,6 +240,8 @@ def egg_session_ended(session: SessionInfo, exit_code: int) -> None:
     :param session: the session that ended.
     :param exit_code: the command's exit code (128+N when killed by signal N).
     :return: nothing; the return value is ignored.
+
+    .. versionadded:: 0.1.0
     """
 
 
@@ -239,4 +261,6 @@ def egg_cli_commands(register: RegisterCommand, cli: CommandRegistry) -> None:
     :param cli: the registry itself (``cli.register(...)``), for plugins written before
         ``register`` was passed; take only the argument you use.
     :return: nothing; the return value is ignored.
+
+    .. versionadded:: 0.1.0
     """

@@ -44,6 +44,22 @@ def test_hook_is_documented(name, fn):
 
 
 @pytest.mark.parametrize(("name", "fn"), HOOKS, ids=[n for n, _ in HOOKS])
+def test_hook_says_the_version_it_appeared_in(name, fn):
+    """Hooks carry their history: a plugin author reads which egg a hook needs. The version is
+    one egg has had (not above this one), so a new hook must say the version it ships in."""
+    import re
+
+    from egg_core import __version__
+
+    def parts(version: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in version.split("."))
+
+    found = re.findall(r"^\s*\.\. versionadded:: (\d+\.\d+\.\d+)\s*$", fn.__doc__, re.M)
+    assert len(found) == 1, f"{name}: its docstring needs one '.. versionadded:: X.Y.Z' line"
+    assert parts(found[0]) <= parts(__version__), f"{name}: {found[0]} is after {__version__}"
+
+
+@pytest.mark.parametrize(("name", "fn"), HOOKS, ids=[n for n, _ in HOOKS])
 def test_hook_is_typed(name, fn):
     annotations = fn.__annotations__
     for param in inspect.signature(fn).parameters:
