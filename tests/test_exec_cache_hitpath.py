@@ -54,6 +54,7 @@ PLAIN_HIT = {
     "egg_plugins.platforms.linux.placeholders",
     "egg_plugins.platforms.linux.status",  # bwrap's --json-status-fd
     "egg_plugins.platforms.linux.vanishing",  # masks of files gone by the spawn
+    "egg_plugins.platforms.linux.bindfds",  # binds from descriptors opened right before it
     "fcntl",  # placeholders' locks
     # the socket gate: every connect() of the sandbox judged by egg (C modules, and ctypes for
     # the system calls os lacks: seccomp, pidfd_getfd, openat2)

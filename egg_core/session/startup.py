@@ -223,7 +223,16 @@ class SessionStartup:
             moved = os.dup(pipe[1])
             os.close(pipe[1])
             pipe = (pipe[0], moved)
-        # ptyprocess closes every descriptor but these before it runs preexec
+        # the start hooks may add descriptors (a platform's bind sources, opened right before
+        # the spawn): they run first, then ptyprocess closes every descriptor but these before
+        # it runs preexec
+        try:
+            prepared.starting()
+        except BaseException:
+            if pipe is not None:
+                os.close(pipe[0])
+                os.close(pipe[1])
+            raise
         keep = (*prepared.pass_fds, *((pipe[1],) if pipe is not None else ()))
 
         def preexec() -> None:
@@ -235,7 +244,6 @@ class SessionStartup:
             if prepared.preexec_fn is not None:
                 prepared.preexec_fn()
 
-        prepared.starting()
         if self.window is None:
             self.window = windows.open_window(str(self.plan.egg_home), *self.plan.write_window())
         try:

@@ -39,14 +39,15 @@ from typing import Any
 
 from egg_core import pathrules
 from egg_core import sandbox as caps
-from egg_core.errors import EnforcementError
+from egg_core.errors import EggError, EnforcementError
 from egg_core.hookspecs import RegisterPlatform, hookimpl
 from egg_core.paths import host_which
 from egg_core.policy import NEED_FILTERED, NEED_FULL, NEED_NONE, EffectivePolicy
 from egg_core.sandbox import Availability, Check, Launch, Platform, Prepared
+from egg_core.spawn import SANDBOX_FAILED
 
+from .linux import bindfds, cpubudget, fastrun, gate_filter, socketgate, vanishing
 from .linux import bwrap as bw
-from .linux import cpubudget, fastrun, gate_filter, socketgate, vanishing
 from .linux.placeholders import Held
 from .linux.placeholders import plant as plant_placeholders
 from .linux.placeholders import remove as remove_placeholders
@@ -384,6 +385,35 @@ class LinuxNamespaces(Platform):
 
         prepared.add_start_hook(plant)
         prepared.add_cleanup(lambda: remove_placeholders(held))
+        if bindfds.supported(bwrap):
+            self._bind_by_descriptor(prepared)
+
+    def _bind_by_descriptor(self, prepared: Prepared) -> None:
+        """Right before the spawn (the last start hook: after masks of vanished files are
+        dropped and placeholders planted), every bind's source is opened and bwrap is given the
+        descriptor: what the decision looked at is what is mounted (see :mod:`.linux.bindfds`)."""
+        opened: list[int] = []
+
+        def pin() -> None:
+            try:
+                argv, fds = bindfds.pin(prepared.argv)
+            except bindfds.SourceChanged as exc:
+                raise EggError(
+                    f"the sandbox failed before the command started: {exc.strerror}",
+                    exit_code=SANDBOX_FAILED,
+                ) from None
+            opened.extend(fds)
+            prepared.argv = argv
+            prepared.pass_fds = (*prepared.pass_fds, *fds)
+
+        def close() -> None:
+            while opened:
+                os.close(opened.pop())
+
+        bindfds.room_for(sum(1 for word in prepared.argv if word in bw.BIND_OPTIONS))
+        prepared.add_start_hook(pin)
+        prepared.add_spawn_hook(close)
+        prepared.add_cleanup(close)
 
     def _offer_recipe(
         self,
@@ -446,6 +476,7 @@ class LinuxNamespaces(Platform):
             "cgroup": group_spec,
             "empty_file": empty,
             "masks": vanishing.file_masks(argv, empty),
+            "bind_fds": bindfds.supported(argv[0]),
         }
         if layer:
             prepared.recipe["home_layer"] = layer

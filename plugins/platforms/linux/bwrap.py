@@ -134,7 +134,26 @@ def build_args(policy: EffectivePolicy, request: BwrapRequest, bwrap: str = "bwr
             f"the sandbox needs {len(args)} bubblewrap arguments, more than it accepts "
             f"({BWRAP_MAX_ARGS}); use fewer rules"
         )
-    return [*args, "--", *request.argv]
+    return [*real_sources(args), "--", *request.argv]
+
+
+#: bwrap's options that bind a host path (its source) somewhere in the sandbox
+BIND_OPTIONS = frozenset({"--bind", "--ro-bind", "--bind-try", "--ro-bind-try"})
+
+
+def real_sources(args: Sequence[str]) -> list[str]:
+    """``args`` with each bind's source spelled as its real path: what the decision looked at,
+    and what :mod:`.bindfds` opens with no symlink allowed on the way (egg's own directories
+    may sit below a symlink, ``$EGG_HOME`` under a linked ``/home``)."""
+    out = list(args)
+    index = 0
+    while index < len(out) - 2:
+        if out[index] in BIND_OPTIONS:
+            out[index + 1] = observe.realpath(out[index + 1])
+            index += 3
+        else:
+            index += 1
+    return out
 
 
 def _covered_after(decisions: Sequence[tuple[str, str]], path: str) -> bool:

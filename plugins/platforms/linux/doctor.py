@@ -32,6 +32,24 @@ def check_bwrap(bwrap: str | None) -> Check:
     return Check("bubblewrap", code == 0, f"{bwrap}: {out or 'no version'}")
 
 
+def check_bind_fd(bwrap: str | None) -> Check:
+    """Whether bwrap binds from descriptors (see :mod:`.bindfds`): without it a bind follows
+    what its path names when bwrap mounts, and a sandbox that can write a directory on the way
+    could swap it for a symlink after egg decided."""
+    from . import bindfds
+
+    if bwrap is not None and bindfds.supported(bwrap):
+        return Check("bind sources", True, "bound from descriptors (--bind-fd): race-free")
+    return Check(
+        "bind sources",
+        False,
+        "this bwrap has no --bind-fd: binds follow their paths when bwrap mounts, and another "
+        "sandbox that can write a directory on the way could swap it in between",
+        "bubblewrap 0.10 or later (or a distribution's build with --bind-fd, as Debian 12's)",
+        note=True,
+    )
+
+
 def check_userns(bwrap: str | None) -> Check:
     try:
         limit = int(Path("/proc/sys/user/max_user_namespaces").read_text())
@@ -248,6 +266,7 @@ def check_helpers() -> Check:
 def diagnose(bwrap: str | None) -> list[Check]:
     return [
         check_bwrap(bwrap),
+        check_bind_fd(bwrap),
         check_userns(bwrap),
         check_apparmor(),
         check_seccomp(),

@@ -16,7 +16,7 @@ from egg_core.spawn import (
     wait_pid,
 )
 
-from . import gate_filter, placeholders, socketgate, vanishing
+from . import bindfds, gate_filter, placeholders, socketgate, vanishing
 from .status import StatusReader
 
 TYPE_CHECKING = False
@@ -83,12 +83,23 @@ def _spawn_and_supervise(
     argv = [table.get(arg, arg) for arg in entry["argv"]]
     if masks:  # a masked file gone by now is not mounted over (see linux.vanishing)
         argv = vanishing.drop_vanished(argv, masks, entry["empty_file"])
+    bound: list[int] = []
+    if entry.get("bind_fds"):  # what was decided is what is mounted (see linux.bindfds)
+        try:
+            argv, bound = bindfds.pin(argv)
+        except bindfds.SourceChanged as exc:
+            for fd in (seccomp_fd, status_read, status_write, said_read, said_write):
+                os.close(fd)
+            # fails closed: deciding again now would take the swapped-in symlink for a rule's
+            line = f"egg: error: the sandbox failed before the command started: {exc.strerror}\n"
+            os.write(2, line.encode())
+            return SANDBOX_FAILED
     if group is not None:
         argv = group.prefix() + argv
     status = StatusReader(status_read)
     gate = socketgate.Gate(programs, socketgate.Grants.from_json(entry["gate_grants"]))
     # the child gets every inheritable descriptor: seal all but the ones bwrap and the gate need
-    seal_descriptors((seccomp_fd, status_write, gate.child_fd))
+    seal_descriptors((seccomp_fd, status_write, gate.child_fd, *bound))
 
     def child() -> None:
         # bwrap's own stderr is a pipe (what it says while setting up); the command's is ours
@@ -103,6 +114,8 @@ def _spawn_and_supervise(
         os.close(status_write)
         os.close(seccomp_fd)
         os.close(said_write)
+        for fd in bound:
+            os.close(fd)
     try:
         try:
             gate.started()
