@@ -66,11 +66,12 @@ def supported(bwrap: str) -> bool:
     return _support[key]
 
 
-def pin(argv: Sequence[str]) -> tuple[list[str], list[int]]:
+def pin(argv: Sequence[str], egg_own: Sequence[str] = ()) -> tuple[list[str], list[int]]:
     """``argv`` with every bind of a host path made a bind of a descriptor, and the descriptors
     (inheritable, for the spawn to pass and the caller to close after it). Raises
     :class:`SourceChanged` (every descriptor closed) when a source has a symlink on its way or
-    is gone, which the decision did not see."""
+    is gone, which the decision did not see. A source in ``egg_own`` (``$EGG_HOME``, which no
+    sandbox sees) is opened following its links: ``$EGG_HOME`` may sit below a symlink."""
     out: list[str] = []
     fds: list[int] = []
     index = 0
@@ -86,7 +87,8 @@ def pin(argv: Sequence[str]) -> tuple[list[str], list[int]]:
                 index += 1
                 continue
             source, dest = argv[index + 1], argv[index + 2]
-            fd = _open(source, optional=option[1])
+            own = any(source == d or source.startswith(d.rstrip("/") + "/") for d in egg_own)
+            fd = _open(source, optional=option[1], follow=own)
             if fd is not None:
                 fds.append(fd)
                 out += [option[0], str(fd), dest]
@@ -114,9 +116,10 @@ def room_for(count: int) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
 
 
-def _open(source: str, optional: bool) -> int | None:
+def _open(source: str, optional: bool, follow: bool = False) -> int | None:
+    resolve = 0 if follow else RESOLVE_NO_SYMLINKS
     try:
-        fd = gate_abi.openat2(AT_FDCWD, os.fsencode(source), os.O_PATH, RESOLVE_NO_SYMLINKS)
+        fd = gate_abi.openat2(AT_FDCWD, os.fsencode(source), os.O_PATH, resolve)
     except OSError as exc:
         if exc.errno == errno.ENOENT and optional:
             return None
