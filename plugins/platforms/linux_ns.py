@@ -386,9 +386,9 @@ class LinuxNamespaces(Platform):
         prepared.add_start_hook(plant)
         prepared.add_cleanup(lambda: remove_placeholders(held))
         if bindfds.supported(bwrap):
-            self._bind_by_descriptor(prepared, str(launch.egg_home))
+            self._bind_by_descriptor(prepared)
 
-    def _bind_by_descriptor(self, prepared: Prepared, egg_home: str) -> None:
+    def _bind_by_descriptor(self, prepared: Prepared) -> None:
         """Right before the spawn (the last start hook: after masks of vanished files are
         dropped and placeholders planted), every bind's source is opened and bwrap is given the
         descriptor: what the decision looked at is what is mounted (see :mod:`.linux.bindfds`)."""
@@ -396,7 +396,7 @@ class LinuxNamespaces(Platform):
 
         def pin() -> None:
             try:
-                argv, fds = bindfds.pin(prepared.argv, (egg_home,))
+                argv, fds = bindfds.pin(prepared.argv)
             except bindfds.SourceChanged as exc:
                 raise EggError(
                     f"the sandbox failed before the command started: {exc.strerror}",
@@ -477,7 +477,6 @@ class LinuxNamespaces(Platform):
             "empty_file": empty,
             "masks": vanishing.file_masks(argv, empty),
             "bind_fds": bindfds.supported(argv[0]),
-            "egg_home": str(launch.egg_home),
         }
         if layer:
             prepared.recipe["home_layer"] = layer

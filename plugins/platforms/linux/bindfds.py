@@ -66,12 +66,11 @@ def supported(bwrap: str) -> bool:
     return _support[key]
 
 
-def pin(argv: Sequence[str], egg_own: Sequence[str] = ()) -> tuple[list[str], list[int]]:
+def pin(argv: Sequence[str]) -> tuple[list[str], list[int]]:
     """``argv`` with every bind of a host path made a bind of a descriptor, and the descriptors
     (inheritable, for the spawn to pass and the caller to close after it). Raises
     :class:`SourceChanged` (every descriptor closed) when a source has a symlink on its way or
-    is gone, which the decision did not see. A source in ``egg_own`` (``$EGG_HOME``, which no
-    sandbox sees) is opened following its links: ``$EGG_HOME`` may sit below a symlink."""
+    is gone, which the decision did not see."""
     out: list[str] = []
     fds: list[int] = []
     index = 0
@@ -87,8 +86,7 @@ def pin(argv: Sequence[str], egg_own: Sequence[str] = ()) -> tuple[list[str], li
                 index += 1
                 continue
             source, dest = argv[index + 1], argv[index + 2]
-            own = any(source == d or source.startswith(d.rstrip("/") + "/") for d in egg_own)
-            fd = _open(source, optional=option[1], follow=own)
+            fd = _open(source, optional=option[1])
             if fd is not None:
                 fds.append(fd)
                 out += [option[0], str(fd), dest]
@@ -116,10 +114,9 @@ def room_for(count: int) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
 
 
-def _open(source: str, optional: bool, follow: bool = False) -> int | None:
-    resolve = 0 if follow else RESOLVE_NO_SYMLINKS
+def _open(source: str, optional: bool) -> int | None:
     try:
-        fd = gate_abi.openat2(AT_FDCWD, os.fsencode(source), os.O_PATH, resolve)
+        fd = gate_abi.openat2(AT_FDCWD, os.fsencode(source), os.O_PATH, RESOLVE_NO_SYMLINKS)
     except OSError as exc:
         if exc.errno == errno.ENOENT and optional:
             return None

@@ -134,27 +134,22 @@ def build_args(policy: EffectivePolicy, request: BwrapRequest, bwrap: str = "bwr
             f"the sandbox needs {len(args)} bubblewrap arguments, more than it accepts "
             f"({BWRAP_MAX_ARGS}); use fewer rules"
         )
-    egg_own = (request.cache_root,) if request.cache_root else ()
-    return [*real_sources(args, egg_own), "--", *request.argv]
+    return [*real_sources(args), "--", *request.argv]
 
 
 #: bwrap's options that bind a host path (its source) somewhere in the sandbox
 BIND_OPTIONS = frozenset({"--bind", "--ro-bind", "--bind-try", "--ro-bind-try"})
 
 
-def real_sources(args: Sequence[str], egg_own: Sequence[str] = ()) -> list[str]:
+def real_sources(args: Sequence[str]) -> list[str]:
     """``args`` with each bind's source spelled as its real path: what the decision looked at,
-    and what :mod:`.bindfds` opens with no symlink allowed on the way (a rule's path may run
-    through the user's own symlinks). Sources in ``egg_own`` (``$EGG_HOME``: hidden from every
-    sandbox, and holding directories made afresh for each run, which the exec cache's runner
-    puts in) stay as they are; bindfds follows their links."""
+    and what :mod:`.bindfds` opens with no symlink allowed on the way (egg's own directories
+    may sit below a symlink, ``$EGG_HOME`` under a linked ``/home``)."""
     out = list(args)
     index = 0
     while index < len(out) - 2:
         if out[index] in BIND_OPTIONS:
-            source = out[index + 1]
-            if not any(_under(source, own) for own in egg_own):
-                out[index + 1] = observe.realpath(source)
+            out[index + 1] = observe.realpath(out[index + 1])
             index += 3
         else:
             index += 1

@@ -86,7 +86,7 @@ def _spawn_and_supervise(
     bound: list[int] = []
     if entry.get("bind_fds"):  # what was decided is what is mounted (see linux.bindfds)
         try:
-            argv, bound = bindfds.pin(argv, (entry["egg_home"],))
+            argv, bound = bindfds.pin(argv)
         except bindfds.SourceChanged as exc:
             for fd in (seccomp_fd, status_read, status_write, said_read, said_write):
                 os.close(fd)
