@@ -43,8 +43,9 @@ if TYPE_CHECKING:  # importing typing costs milliseconds that this module exists
 
     Fact = tuple[Any, ...]
 
-FORMAT = 9  # 7: entries carry the persistence guards (git state, settings, write window)
-# 8: and the settings files' command-defining keys; 9: recorded facts, keyed on variables read
+FORMAT = 10  # 7: entries carry the persistence guards (git state, settings, write window)
+# 8: and the settings files' command-defining keys; 9: recorded facts, keyed on variables read;
+# 10: linux-ns entries name their bwrap (binds are pinned from its options on)
 CACHE_ENV = "EGG_EXEC_CACHE"
 KEEP = 64
 #: cached launches are run only by egg's own platform code

@@ -366,6 +366,7 @@ class LinuxNamespaces(Platform):
             self._offer_recipe(
                 launch,
                 prepared,
+                bwrap,
                 seccomp_fd,
                 status_write,
                 placeholders,
@@ -386,18 +387,20 @@ class LinuxNamespaces(Platform):
         prepared.add_start_hook(plant)
         prepared.add_cleanup(lambda: remove_placeholders(held))
         if bindfds.supported(bwrap):
-            self._bind_by_descriptor(prepared)
+            self._bind_by_descriptor(prepared, bwrap)
 
-    def _bind_by_descriptor(self, prepared: Prepared) -> None:
+    def _bind_by_descriptor(self, prepared: Prepared, bwrap: str) -> None:
         """Right before the spawn (the last start hook: after masks of vanished files are
         dropped and placeholders planted), every bind's source is opened and bwrap is given the
-        descriptor: what the decision looked at is what is mounted (see :mod:`.linux.bindfds`)."""
+        descriptor: what the decision looked at is what is mounted (see :mod:`.linux.bindfds`).
+        bwrap's options are read from ``bwrap`` on: what runs before it (the cgroup join,
+        prlimit, a session's strace) ends options of its own with a ``--``."""
         opened: list[int] = []
 
         def pin() -> None:
             try:
-                argv, fds = bindfds.pin(prepared.argv)
-            except bindfds.SourceChanged as exc:
+                argv, fds = bindfds.pin(prepared.argv, bwrap)
+            except bindfds.PinFailed as exc:
                 raise EggError(
                     f"the sandbox failed before the command started: {exc.strerror}",
                     exit_code=SANDBOX_FAILED,
@@ -419,6 +422,7 @@ class LinuxNamespaces(Platform):
         self,
         launch: Launch,
         prepared: Prepared,
+        bwrap: str,
         seccomp_fd: int,
         status_fd: int,
         placeholders: list[tuple[str, str]],
@@ -476,7 +480,9 @@ class LinuxNamespaces(Platform):
             "cgroup": group_spec,
             "empty_file": empty,
             "masks": vanishing.file_masks(argv, empty),
-            "bind_fds": bindfds.supported(argv[0]),
+            # bwrap's own word: a cached command line may start with prlimit
+            "bwrap": bwrap,
+            "bind_fds": bindfds.supported(bwrap),
         }
         if layer:
             prepared.recipe["home_layer"] = layer

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from egg_plugins.platforms.linux import bindfds
-from tests.linux.conftest import Box
+from tests.linux.conftest import Box, Result
 
 SWAP = """\
 import os
@@ -23,6 +23,8 @@ import egg_plugins.platforms.linux.placeholders as placeholders
 
 
 def swap():
+    if not os.path.exists({armed!r}):
+        return
     if os.path.isdir({sub!r}) and not os.path.islink({sub!r}):
         os.rename({sub!r}, {sub!r} + ".orig")
         os.symlink({target!r}, {sub!r})
@@ -47,15 +49,43 @@ placeholders.plant = plant
 """
 
 
-def swapper(box: Box, sub: Path) -> dict[str, str]:
+def swapper(box: Box, sub: Path, armed: bool = True) -> dict[str, str]:
     """The environment that makes egg's process swap ``sub`` for a symlink that climbs to the
     root (``../../..``): bwrap resolving it would take the host's ``/`` as the source and the
-    sandbox's ``/`` as the destination — the host's whole tree, writable."""
+    sandbox's ``/`` as the destination — the host's whole tree, writable. Not ``armed``, it
+    swaps nothing until :func:`arm` (the same environment: a cached launch stays a hit)."""
     directory = box.mkdir(box.root / "swapper")
     climb = os.path.relpath("/", sub.parent)
-    (directory / "sitecustomize.py").write_text(SWAP.format(sub=str(sub), target=climb))
+    code = SWAP.format(sub=str(sub), target=climb, armed=str(box.root / "swapper-armed"))
+    (directory / "sitecustomize.py").write_text(code)
     os.chmod(directory / "sitecustomize.py", 0o644)
+    if armed:
+        arm(box)
     return {"PYTHONPATH": str(directory)}
+
+
+def arm(box: Box) -> None:
+    """Outside the swapper's directory: its mtime is part of the exec cache's key."""
+    (box.root / "swapper-armed").touch()
+
+
+def refused(result: Result, cache: str) -> list[str]:
+    """What egg said, once it is checked that a cached launch was one (``cache`` "1")."""
+    said = result.stderr.splitlines()
+    if cache == "1":
+        assert "egg: exec cache hit" in said, result.stderr
+    return [line for line in said if not line.startswith("egg: exec cache")]
+
+
+def cached_or_not(box: Box, sub: Path, cache: str, *command: str) -> dict[str, str]:
+    """The environment of a launch whose ``sub`` is swapped right before its spawn: with
+    ``cache`` "1", a launch of ``command`` the exec cache stored (by a first run, unswapped)."""
+    env = {"EGG_EXEC_CACHE": "debug" if cache == "1" else "0"}
+    env.update(swapper(box, sub, armed=cache == "0"))
+    if cache == "1":
+        box.exec(*command, env=env)
+        arm(box)
+    return env
 
 
 @pytest.mark.parametrize("cache", ["0", "1"])
@@ -65,26 +95,30 @@ def test_a_writable_directory_swapped_for_a_symlink_before_the_mount_is_never_fo
     sub = box.mkdir(box.workspace / "sub")
     target = box.mkdir(box.root / "host-target")  # the host's, outside every rule: read-only
     box.config({"base": "none", "fs": ["ro:/", "rw:./sub"]})
-    env = {"EGG_EXEC_CACHE": cache}
-    if cache == "1":  # the swap lands on a cached launch: stored by a first run
-        assert box.exec("true", env=env).returncode == 0
-    env.update(swapper(box, sub))
+    command = ("sh", "-c", f"echo escaped > {target}/x")
+    env = cached_or_not(box, sub, cache, *command)
 
-    result = box.exec("sh", "-c", f"echo escaped > {target}/x", env=env)
+    result = box.exec(*command, env=env)
 
     assert not (target / "x").exists(), "the sandbox wrote a host directory outside every rule"
     assert result.returncode == 125, result.stderr
-    assert result.stderr.count("\n") == 1, result.stderr
-    assert "changed while the sandbox was being set up" in result.stderr
-    assert str(sub) in result.stderr
+    said = refused(result, cache)
+    assert len(said) == 1, result.stderr
+    assert "changed while the sandbox was being set up" in said[0]
+    assert str(sub) in said[0]
 
 
-def test_a_session_whose_directory_is_swapped_before_the_mount_never_starts(box: Box) -> None:
+@pytest.mark.parametrize("options", [[], ["--trace"]], ids=["plain", "traced"])
+def test_a_session_whose_directory_is_swapped_before_the_mount_never_starts(
+    box: Box, options: list[str]
+) -> None:
+    """``--trace`` runs bwrap under strace, whose own options end with a ``--``."""
     sub = box.mkdir(box.workspace / "sub")
     target = box.mkdir(box.root / "host-target")
     box.config({"base": "none", "fs": ["ro:/", "rw:./sub"]})
+    command = ["sh", "-c", f"echo escaped > {target}/x"]
 
-    result = box.run("run", "--", "sh", "-c", f"echo escaped > {target}/x", env=swapper(box, sub))
+    result = box.run("run", *options, "--", *command, env=swapper(box, sub))
 
     assert not (target / "x").exists()
     assert "changed while the sandbox was being set up" in result.stdout + result.stderr
@@ -98,7 +132,8 @@ def test_a_try_bind_whose_source_is_gone_is_left_out_and_others_are_descriptors(
     kept.mkdir()
     gone = str(tmp_path / "gone")
     argv, fds = bindfds.pin(
-        ["bwrap", "--ro-bind-try", gone, "/gone", "--bind", str(kept), "/k", "--", "--bind", "x"]
+        ["bwrap", "--ro-bind-try", gone, "/gone", "--bind", str(kept), "/k", "--", "--bind", "x"],
+        "bwrap",
     )
     try:
         assert argv == ["bwrap", "--bind-fd", str(fds[0]), "/k", "--", "--bind", "x"]
@@ -119,7 +154,82 @@ def test_a_source_reached_through_a_symlink_is_refused_and_nothing_stays_open(
 
     with pytest.raises(bindfds.SourceChanged, match="changed while the sandbox"):
         bindfds.pin(
-            ["bwrap", "--ro-bind", str(real), "/a", "--bind", str(tmp_path / "link/x"), "/b"]
+            ["bwrap", "--ro-bind", str(real), "/a", "--bind", str(tmp_path / "link/x"), "/b"],
+            "bwrap",
         )
+
+    assert set(os.listdir("/proc/self/fd")) == before
+
+
+@pytest.mark.parametrize("cache", ["0", "1"])
+@pytest.mark.parametrize(
+    ("identity", "resources"),
+    [("root", {"memory": "2G"}), ("root", {"max_fds": 4096}), ("nobody", {"max_fds": 4096})],
+    ids=["root-cgroups", "root-prlimit", "nobody-prlimit"],  # the memory cgroup: root's here
+    indirect=["identity"],
+)
+def test_a_swapped_directory_is_never_followed_under_resource_limits(
+    box: Box, cache: str, resources: dict[str, object]
+) -> None:
+    """Resource limits put wrappers before bwrap (the cgroup join, ``prlimit ... --``): their
+    own ``--`` must not end the search for bwrap's binds."""
+    sub = box.mkdir(box.workspace / "sub")
+    target = box.mkdir(box.root / "host-target")
+    box.config({"base": "none", "fs": ["ro:/", "rw:./sub"], "resources": resources})
+    command = ("sh", "-c", f"echo escaped > {target}/x")
+    env = cached_or_not(box, sub, cache, *command)
+
+    result = box.exec(*command, env=env)
+
+    assert not (target / "x").exists(), "the sandbox wrote a host directory outside every rule"
+    assert result.returncode == 125, result.stderr
+    said = refused(result, cache)
+    assert len(said) == 1, result.stderr
+    assert "changed while the sandbox was being set up" in said[0]
+
+
+def test_binds_are_pinned_after_a_wrapper_that_ends_its_own_options(tmp_path: Path) -> None:
+    """prlimit, the cgroup join and strace come before bwrap, each with a ``--`` of its own."""
+    argv = ["prlimit", "--nofile=64:64", "--", "/usr/bin/bwrap", "--bind", str(tmp_path), "/k"]
+
+    pinned, fds = bindfds.pin([*argv, "--", "sh"], "/usr/bin/bwrap")
+    try:
+        assert pinned == [*argv[:4], "--bind-fd", str(fds[0]), "/k", "--", "sh"]
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+@pytest.mark.parametrize("target", ["--", "--bind", "--ro-bind-try"])
+def test_a_symlinks_target_is_never_read_as_one_of_bwraps_options(
+    tmp_path: Path, target: str
+) -> None:
+    """A home's entry that is a symlink is recreated with its target as bwrap's argument:
+    whatever that target spells, the binds after it are pinned and nothing else is."""
+    link = str(tmp_path / "link")
+    argv = ["bwrap", "--symlink", target, link, "--ro-bind", str(tmp_path), "/k", "--", "sh"]
+
+    pinned, fds = bindfds.pin(argv, "bwrap")
+    try:
+        assert pinned == [*argv[:4], "--ro-bind-fd", str(fds[0]), "/k", "--", "sh"]
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["prlimit", "--", "sh"],  # no bwrap at all
+        ["bwrap", "--dev-bind", "/", "/", "--", "sh"],  # a bind by name egg cannot pin
+        ["bwrap", "--some-future-option", "/", "--bind", "/", "/", "--", "sh"],
+        ["bwrap", "--bind", "/"],  # cut short
+    ],
+)
+def test_a_command_line_bwrap_would_read_otherwise_is_refused(argv: list[str]) -> None:
+    before = set(os.listdir("/proc/self/fd"))
+
+    with pytest.raises(bindfds.PinFailed):
+        bindfds.pin(argv, "bwrap")
 
     assert set(os.listdir("/proc/self/fd")) == before

@@ -45,7 +45,11 @@ _MARKER = b"--ro-bind-fd"
 _support: dict[tuple[str, int, int, int], bool] = {}
 
 
-class SourceChanged(OSError):
+class PinFailed(OSError):
+    """The binds could not be given to bwrap as descriptors: nothing may be started."""
+
+
+class SourceChanged(PinFailed):
     """A bind's source is no longer what the launch decided to mount."""
 
 
@@ -66,35 +70,77 @@ def supported(bwrap: str) -> bool:
     return _support[key]
 
 
-def pin(argv: Sequence[str]) -> tuple[list[str], list[int]]:
-    """``argv`` with every bind of a host path made a bind of a descriptor, and the descriptors
-    (inheritable, for the spawn to pass and the caller to close after it). Raises
-    :class:`SourceChanged` (every descriptor closed) when a source has a symlink on its way or
-    is gone, which the decision did not see."""
-    out: list[str] = []
-    fds: list[int] = []
-    index = 0
+#: bwrap's options (bubblewrap 0.8 to 0.11) by how many arguments each takes, so that the
+#: command line is read as bwrap reads it: no argument of another option (a ``--symlink``'s
+#: target, which a home's entry spells) is ever taken for a bind or for the end of the options
+_TAKING = (
+    "--help --version --unshare-all --share-net --unshare-user --unshare-user-try --unshare-ipc"
+    " --unshare-pid --unshare-net --unshare-uts --unshare-cgroup --unshare-cgroup-try"
+    " --disable-userns --assert-userns-disabled --clearenv --new-session --die-with-parent"
+    " --as-pid-1 --level-prefix",
+    "--args --argv0 --userns --userns2 --pidns --uid --gid --hostname --chdir --unsetenv"
+    " --lock-file --sync-fd --remount-ro --exec-label --file-label --proc --dev --tmpfs --mqueue"
+    " --dir --seccomp --add-seccomp-fd --block-fd --userns-block-fd --info-fd --json-status-fd"
+    " --cap-add --cap-drop --perms --size --overlay-src --tmp-overlay --ro-overlay",
+    "--setenv --bind --bind-try --dev-bind --dev-bind-try --ro-bind --ro-bind-try --bind-fd"
+    " --ro-bind-fd --file --bind-data --ro-bind-data --symlink --chmod",
+    "--overlay",
+)
+_ARITY = {option: count for count, words in enumerate(_TAKING) for option in words.split()}
+#: options that mount a host path by its name, or read more options from elsewhere (``--args``):
+#: egg never gives them, and could not pin them
+_UNPINNED = frozenset({"--args", "--dev-bind", "--dev-bind-try", "--overlay-src", "--overlay"})
+
+
+def options(argv: Sequence[str], bwrap: str) -> list[int]:
+    """Where each of bwrap's options is in ``argv``: from the first word that is ``bwrap`` (a
+    wrapper before it — ``prlimit ... --``, the cgroup join, strace — has options and a ``--``
+    of its own) to bwrap's own ``--``, each option skipping the arguments it takes. Raises
+    :class:`PinFailed` for a command line bwrap would read otherwise (no bwrap in it, an option
+    this table does not know, an option egg cannot pin)."""
     try:
-        while index < len(argv):
-            word = argv[index]
-            if word == "--":
-                out += argv[index:]
-                break
-            option = _BY_DESCRIPTOR.get(word)
-            if option is None or index + 2 >= len(argv):
-                out.append(word)
-                index += 1
+        index = list(argv).index(bwrap) + 1
+    except ValueError:
+        raise PinFailed(errno.EINVAL, f"{bwrap} is not in the sandbox's command line") from None
+    found = []
+    while index < len(argv):
+        word = argv[index]
+        if word == "--" or not word.startswith("-"):
+            break  # bwrap's command starts here
+        arity = _ARITY.get(word)
+        if arity is None or word in _UNPINNED or index + arity >= len(argv):
+            raise PinFailed(errno.EINVAL, f"bwrap's command line has {word}, which egg cannot pin")
+        found.append(index)
+        index += 1 + arity
+    return found
+
+
+def pin(argv: Sequence[str], bwrap: str) -> tuple[list[str], list[int]]:
+    """``argv`` with every bind of a host path made a bind of a descriptor, and the descriptors
+    (inheritable, for the spawn to pass and the caller to close after it). ``bwrap`` is the
+    word of ``argv`` that runs bwrap (see :func:`options`). Raises :class:`SourceChanged`
+    (every descriptor closed) when a source has a symlink on its way or is gone, which the
+    decision did not see, and :class:`PinFailed` when ``argv`` cannot be read."""
+    out = list(argv)
+    fds: list[int] = []
+    dropped: list[int] = []
+    try:
+        for index in options(argv, bwrap):
+            option = _BY_DESCRIPTOR.get(argv[index])
+            if option is None:
                 continue
-            source, dest = argv[index + 1], argv[index + 2]
-            fd = _open(source, optional=option[1])
-            if fd is not None:
-                fds.append(fd)
-                out += [option[0], str(fd), dest]
-            index += 3
+            fd = _open(argv[index + 1], optional=option[1])
+            if fd is None:
+                dropped.append(index)
+                continue
+            fds.append(fd)
+            out[index : index + 2] = [option[0], str(fd)]
     except BaseException:
         for fd in fds:
             os.close(fd)
         raise
+    for index in reversed(dropped):
+        del out[index : index + 3]
     return out, fds
 
 

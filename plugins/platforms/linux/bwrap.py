@@ -36,6 +36,7 @@ from egg_core.pathrules import depth as _depth
 from egg_core.pathrules import under as _under
 from egg_core.policy import NEED_FULL, EffectivePolicy, FsEntry, sandbox_cache_dir
 
+from . import bindfds
 from .trust import (
     pinned_entries,
     placeholder_paths,
@@ -134,25 +135,22 @@ def build_args(policy: EffectivePolicy, request: BwrapRequest, bwrap: str = "bwr
             f"the sandbox needs {len(args)} bubblewrap arguments, more than it accepts "
             f"({BWRAP_MAX_ARGS}); use fewer rules"
         )
-    return [*real_sources(args), "--", *request.argv]
+    return [*real_sources(args, bwrap), "--", *request.argv]
 
 
 #: bwrap's options that bind a host path (its source) somewhere in the sandbox
 BIND_OPTIONS = frozenset({"--bind", "--ro-bind", "--bind-try", "--ro-bind-try"})
 
 
-def real_sources(args: Sequence[str]) -> list[str]:
+def real_sources(args: Sequence[str], bwrap: str) -> list[str]:
     """``args`` with each bind's source spelled as its real path: what the decision looked at,
     and what :mod:`.bindfds` opens with no symlink allowed on the way (egg's own directories
-    may sit below a symlink, ``$EGG_HOME`` under a linked ``/home``)."""
+    may sit below a symlink, ``$EGG_HOME`` under a linked ``/home``). Read as bwrap reads its
+    options (:func:`.bindfds.options`): a ``--symlink`` whose target is ``--bind`` is no bind."""
     out = list(args)
-    index = 0
-    while index < len(out) - 2:
+    for index in bindfds.options(args, bwrap):
         if out[index] in BIND_OPTIONS:
             out[index + 1] = observe.realpath(out[index + 1])
-            index += 3
-        else:
-            index += 1
     return out
 
 

@@ -84,10 +84,10 @@ def _spawn_and_supervise(
     if masks:  # a masked file gone by now is not mounted over (see linux.vanishing)
         argv = vanishing.drop_vanished(argv, masks, entry["empty_file"])
     bound: list[int] = []
-    if entry.get("bind_fds"):  # what was decided is what is mounted (see linux.bindfds)
+    if entry["bind_fds"]:  # what was decided is what is mounted (see linux.bindfds)
         try:
-            argv, bound = bindfds.pin(argv)
-        except bindfds.SourceChanged as exc:
+            argv, bound = bindfds.pin(argv, entry["bwrap"])
+        except bindfds.PinFailed as exc:
             for fd in (seccomp_fd, status_read, status_write, said_read, said_write):
                 os.close(fd)
             # fails closed: deciding again now would take the swapped-in symlink for a rule's
