@@ -334,6 +334,9 @@ def _prepare_run(entry: dict[str, Any], egg_home: str) -> tuple[str | None, dict
         layer = os.path.join(run_dir, homefiles.LAYER)
         staged = homefiles.stage(layer, list(home_files))
         old = entry["home_layer"]
+        # by its real path, as the entry has the cached one: a bind's source is opened with no
+        # symlink on the way (egg_plugins.platforms.linux.bindfds), $EGG_HOME may be below one
+        layer = os.path.realpath(layer)
         entry = {**entry, "argv": [layer if arg == old else arg for arg in entry["argv"]]}
     snapshot.take(
         os.path.join(run_dir, "settings"),

@@ -314,7 +314,8 @@ class LinuxNamespaces(Platform):
             tools_dir=str(launch.tools_dir) if launch.tools_dir else None,
             shared_dir=str(launch.shared_dir) if launch.shared_dir else None,
             cache_root=str(launch.egg_home),
-            home_layer=str(launch.home_layer) if launch.home_layer else None,
+            # per-run: by its real path, so that no fact of the run is taken of it
+            home_layer=os.path.realpath(launch.home_layer) if launch.home_layer else None,
             home_staged=launch.home_staged,
         )
         for source in bw.cache_sources(policy, str(launch.egg_home)):
@@ -452,7 +453,7 @@ class LinuxNamespaces(Platform):
         for index, arg in enumerate(argv[:-1]):
             if arg in ("--seccomp", "--json-status-fd"):
                 argv[index + 1] = table[argv[index + 1]]
-        layer = str(launch.home_layer) if launch.home_layer else None
+        layer = os.path.realpath(launch.home_layer) if launch.home_layer else None
         net = str(launch.work_dir / "net")
         # every path the command line names must still be what it was (egg's own files among
         # them: the empty file, the cache directories); the home layer and the network's

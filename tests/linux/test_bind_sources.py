@@ -233,3 +233,25 @@ def test_a_command_line_bwrap_would_read_otherwise_is_refused(argv: list[str]) -
         bindfds.pin(argv, "bwrap")
 
     assert set(os.listdir("/proc/self/fd")) == before
+
+
+@pytest.mark.parametrize("identity", ["nobody"], indirect=True)
+@pytest.mark.parametrize("egg_home", ["plain", "below a symlink"])
+def test_a_launch_with_a_home_layer_is_still_cached(box: Box, egg_home: str) -> None:
+    """The home layer is made afresh for every run: its path is no fact of the entry (which
+    would then never hold again), and the cached launch binds the new layer, by its real path
+    when ``$EGG_HOME`` is below a symlink (as under a linked ``/home``)."""
+    fake = box.write(box.root / "bin" / "claude", "#!/bin/sh\necho ran\n", mode=0o755)
+    env = {"PATH": f"{fake.parent}:/usr/bin:/bin", "EGG_EXEC_CACHE": "debug"}
+    if egg_home != "plain":  # (a symlink as $EGG_HOME itself is never cached: not private)
+        (box.root / "linked").symlink_to(box.home)
+        env["EGG_HOME"] = str(box.root / "linked" / box.egg_home.name)
+    box.config({"network": {"agent_domains": "none"}})
+    for _ in range(2):  # the first run in a fresh home is not cached (its agent's files change)
+        assert box.exec("claude", options=["--agent", "claude"], env=env).returncode == 0
+
+    result = box.exec("claude", options=["--agent", "claude"], env=env)
+
+    assert result.returncode == 0, result.stderr
+    assert "egg: exec cache hit" in result.stderr.splitlines(), result.stderr
+    assert result.stdout == "ran\n"

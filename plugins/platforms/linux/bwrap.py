@@ -146,10 +146,14 @@ def real_sources(args: Sequence[str], bwrap: str) -> list[str]:
     """``args`` with each bind's source spelled as its real path: what the decision looked at,
     and what :mod:`.bindfds` opens with no symlink allowed on the way (egg's own directories
     may sit below a symlink, ``$EGG_HOME`` under a linked ``/home``). Read as bwrap reads its
-    options (:func:`.bindfds.options`): a ``--symlink`` whose target is ``--bind`` is no bind."""
+    options (:func:`.bindfds.options`): a ``--symlink`` whose target is ``--bind`` is no bind.
+
+    A source that is its real path already is left as it is, unobserved: a rule's was observed
+    when it was decided, and egg's per-run directories (the home layer, made afresh for every
+    run) must be no fact of the exec cache's entry, which would then never hold again."""
     out = list(args)
     for index in bindfds.options(args, bwrap):
-        if out[index] in BIND_OPTIONS:
+        if out[index] in BIND_OPTIONS and os.path.realpath(out[index + 1]) != out[index + 1]:
             out[index + 1] = observe.realpath(out[index + 1])
     return out
 
