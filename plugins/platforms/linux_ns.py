@@ -414,7 +414,6 @@ class LinuxNamespaces(Platform):
             while opened:
                 os.close(opened.pop())
 
-        bindfds.room_for(sum(1 for word in prepared.argv if word in bw.BIND_OPTIONS))
         prepared.add_start_hook(pin)
         prepared.add_spawn_hook(close)
         prepared.add_cleanup(close)

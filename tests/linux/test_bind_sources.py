@@ -9,6 +9,8 @@ right before the spawn (a ``sitecustomize`` wrapping ``Prepared.starting``), aft
 from __future__ import annotations
 
 import os
+import resource
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,8 @@ from tests.linux.conftest import Box, Result
 
 SWAP = """\
 import os
+import resource
+import subprocess
 import egg_core.sandbox as sandbox
 import egg_plugins.platforms.linux.placeholders as placeholders
 
@@ -255,3 +259,60 @@ def test_a_launch_with_a_home_layer_is_still_cached(box: Box, egg_home: str) -> 
     assert result.returncode == 0, result.stderr
     assert "egg: exec cache hit" in result.stderr.splitlines(), result.stderr
     assert result.stdout == "ran\n"
+
+
+def limited(box: Box, soft: int, hard: int, *args: str, env: dict[str, str]) -> Result:
+    """``egg ARGS`` with its descriptor limit at ``soft``/``hard`` (a desktop session's 1024)."""
+    argv = ["prlimit", f"--nofile={soft}:{hard}", *box.command(*args)]
+    proc = subprocess.run(
+        argv, env=box.env(env), cwd=box.workspace, capture_output=True, text=True, timeout=120
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def crowded_home(box: Box) -> dict[str, str]:
+    """A home of 1500 entries, each a bind of the home layer (an agent with home files), and
+    the environment that runs a fake ``claude`` as that agent."""
+    for number in range(1500):
+        (box.home / f"d{number:04}").mkdir()
+        box.chown(box.home / f"d{number:04}")
+    fake = box.write(box.root / "bin" / "claude", "#!/bin/sh\necho ran\n", mode=0o755)
+    box.config({"network": {"agent_domains": "none"}})
+    return {"PATH": f"{fake.parent}:/usr/bin:/bin", "EGG_EXEC_CACHE": "debug"}
+
+
+@pytest.mark.parametrize("identity", ["nobody"], indirect=True)
+def test_a_home_of_many_entries_runs_on_both_paths_under_a_low_soft_limit(
+    box: Box, crowded_home: dict[str, str]
+) -> None:
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    runs = [
+        limited(box, 1024, hard, "exec", "--agent", "claude", "--", "claude", env=crowded_home)
+        for _ in range(3)  # the first run in a fresh home is not cached
+    ]
+
+    assert "egg: exec cache hit" in runs[2].stderr.splitlines(), runs[2].stderr
+    for run in runs:
+        assert (run.returncode, run.stdout) == (0, "ran\n"), run.stderr
+
+
+@pytest.mark.parametrize("identity", ["nobody"], indirect=True)
+@pytest.mark.parametrize("cache", ["0", "1"])
+def test_too_many_binds_for_the_descriptor_limit_is_one_line_and_nothing_left_behind(
+    box: Box, crowded_home: dict[str, str], cache: str
+) -> None:
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if cache == "1":  # stored with room to spare, then run where there is none
+        for _ in range(2):
+            limited(box, 1024, hard, "exec", "--agent", "claude", "--", "claude", env=crowded_home)
+    else:
+        crowded_home["EGG_EXEC_CACHE"] = "0"
+
+    result = limited(box, 1024, 1024, "exec", "--agent", "claude", "--", "claude", env=crowded_home)
+
+    said = refused(result, cache)
+    assert result.returncode == 125, result.stderr
+    assert len(said) == 1, result.stderr
+    assert "every bind takes a descriptor" in said[0]
+    assert [p.name for p in (box.egg_home / "run").iterdir() if p.name.startswith("exec-")] == []

@@ -120,15 +120,16 @@ def pin(argv: Sequence[str], bwrap: str) -> tuple[list[str], list[int]]:
     (inheritable, for the spawn to pass and the caller to close after it). ``bwrap`` is the
     word of ``argv`` that runs bwrap (see :func:`options`). Raises :class:`SourceChanged`
     (every descriptor closed) when a source has a symlink on its way or is gone, which the
-    decision did not see, and :class:`PinFailed` when ``argv`` cannot be read."""
+    decision did not see, and :class:`PinFailed` when ``argv`` cannot be read or a source
+    cannot be opened (each in one line: the caller says it and starts nothing)."""
     out = list(argv)
     fds: list[int] = []
     dropped: list[int] = []
+    binds = [index for index in options(argv, bwrap) if argv[index] in _BY_DESCRIPTOR]
+    room_for(len(binds))
     try:
-        for index in options(argv, bwrap):
-            option = _BY_DESCRIPTOR.get(argv[index])
-            if option is None:
-                continue
+        for index in binds:
+            option = _BY_DESCRIPTOR[argv[index]]
             fd = _open(argv[index + 1], optional=option[1])
             if fd is None:
                 dropped.append(index)
@@ -157,7 +158,10 @@ def room_for(count: int) -> None:
         limit = opened + wanted
         if hard != resource.RLIM_INFINITY:
             limit = min(limit, hard)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+        except (OSError, ValueError):
+            pass  # the opens then say what is short
 
 
 def _open(source: str, optional: bool) -> int | None:
@@ -173,10 +177,24 @@ def _open(source: str, optional: bool) -> int | None:
                 f"{source} changed while the sandbox was being set up ({what}); nothing was "
                 "started",
             ) from None
-        raise
+        raise _cannot(source, exc) from None
     if fd < FD_FLOOR:  # below it the spawn puts descriptors of its own (the command's stderr)
-        moved = fcntl.fcntl(fd, fcntl.F_DUPFD, FD_FLOOR)
-        os.close(fd)
+        try:
+            moved = fcntl.fcntl(fd, fcntl.F_DUPFD, FD_FLOOR)
+        except OSError as exc:
+            raise _cannot(source, exc) from None
+        finally:
+            os.close(fd)
         fd = moved
     os.set_inheritable(fd, True)
     return fd
+
+
+def _cannot(source: str, exc: OSError) -> PinFailed:
+    """Why ``source`` cannot be handed to bwrap, in one line."""
+    why = f"cannot open {source} to bind it: {exc.strerror}"
+    if exc.errno in (errno.EMFILE, errno.ENFILE, errno.EINVAL):
+        # each bind holds a descriptor until bwrap has mounted it
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        why += f" (every bind takes a descriptor; this process may have {soft}, at most {hard})"
+    return PinFailed(exc.errno, f"{why}; nothing was started")
