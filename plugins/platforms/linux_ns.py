@@ -288,6 +288,9 @@ class LinuxNamespaces(Platform):
             empty = bw.empty_file(launch.egg_home / "run")
         except OSError:
             empty = bw.empty_file(launch.work_dir)
+        # as bwrap's options name it (a bind's source by its real path: bw.real_sources), so
+        # that the masks it makes are found (linux.vanishing), $EGG_HOME below a symlink too
+        empty = os.path.realpath(empty)
         seccomp_fd = fastrun.away_from(sc.open_bpf_fd(cache), COMMAND_STDERR_FD)
         prepared.add_cleanup(_closer(seccomp_fd))
         status_read, status_write = os.pipe()

@@ -316,3 +316,79 @@ def test_too_many_binds_for_the_descriptor_limit_is_one_line_and_nothing_left_be
     assert len(said) == 1, result.stderr
     assert "every bind takes a descriptor" in said[0]
     assert [p.name for p in (box.egg_home / "run").iterdir() if p.name.startswith("exec-")] == []
+
+
+@pytest.mark.parametrize("cache", ["0", "1"])
+def test_a_refused_launch_leaves_no_placeholder_behind(box: Box, cache: str) -> None:
+    """Placeholders are planted before the binds are pinned (bwrap binds each onto itself):
+    a launch refused then removes them as one that ran does."""
+    sub = box.mkdir(box.workspace / "sub")
+    planted = box.workspace / "next-policy.yaml"
+    box.config({"base": "none", "fs": ["ro:/", "rw:.", "rw:./sub", f"deny-write:{planted}"]})
+    env = cached_or_not(box, sub, cache, "true")
+
+    result = box.exec("true", env=env)
+
+    assert result.returncode == 125, result.stderr
+    assert "changed while the sandbox was being set up" in refused(result, cache)[0]
+    assert not planted.exists()
+
+
+VANISH = """\
+import os
+import egg_core.sandbox as sandbox
+import egg_plugins.platforms.linux.placeholders as placeholders
+
+
+def vanish():
+    if os.path.exists({armed!r}) and os.path.exists({path!r}):
+        os.unlink({path!r})
+
+
+_starting = sandbox.Prepared.starting
+_plant = placeholders.plant
+
+
+def starting(self):  # the full path: before the start hooks drop the masks of vanished files
+    vanish()
+    return _starting(self)
+
+
+def plant(*args, **kwargs):  # the exec cache's fast path: before it drops them
+    vanish()
+    return _plant(*args, **kwargs)
+
+
+sandbox.Prepared.starting = starting
+placeholders.plant = plant
+"""
+
+
+@pytest.mark.parametrize("identity", ["nobody"], indirect=True)
+@pytest.mark.parametrize("cache", ["0", "1"])
+def test_a_masked_file_that_vanishes_is_left_out_with_egg_home_below_a_symlink(
+    box: Box, cache: str
+) -> None:
+    """A denied file is the empty file bound over it, and one gone by the spawn (a socket of a
+    daemon restarting) is not mounted over (linux.vanishing): that holds when the empty file is
+    named by its real path in bwrap's options, ``$EGG_HOME`` below a symlink."""
+    sock = box.write(box.workspace / "daemon.sock", "")
+    box.config({"base": "none", "fs": ["ro:/", f"deny:{sock}"]})
+    (box.root / "linked").symlink_to(box.home)
+    hook = box.mkdir(box.root / "vanisher")
+    armed = box.root / "vanisher-armed"
+    (hook / "sitecustomize.py").write_text(VANISH.format(path=str(sock), armed=str(armed)))
+    env = {
+        "EGG_HOME": str(box.root / "linked" / box.egg_home.name),
+        "PYTHONPATH": str(hook),
+        "EGG_EXEC_CACHE": "debug" if cache == "1" else "0",
+    }
+    if cache == "1":
+        assert box.exec("true", env=env).returncode == 0
+    armed.touch()
+
+    result = box.exec("true", env=env)
+
+    refused(result, cache)  # a cache hit, when cached
+    assert result.returncode == 0, result.stderr
+    assert not sock.exists()
