@@ -121,13 +121,15 @@ def _load_private(path: str) -> Any:
     user's own and nobody else's to write (another user's ``EGG_HOME`` could otherwise hand us a
     recipe); None otherwise."""
     directory = os.path.dirname(path)
-    for level in (
-        directory,
-        os.path.dirname(directory),
-        os.path.dirname(os.path.dirname(directory)),
+    # cache/exec and cache are egg's own (never a link); $EGG_HOME may be the user's symlink
+    # to their own directory: what it leads to is judged
+    for level, look in (
+        (directory, os.lstat),
+        (os.path.dirname(directory), os.lstat),
+        (os.path.dirname(os.path.dirname(directory)), os.stat),
     ):
         try:
-            if not _private(os.lstat(level)):
+            if not _private(look(level)):
                 return None
         except OSError:
             return None

@@ -247,7 +247,7 @@ def test_a_launch_with_a_home_layer_is_still_cached(box: Box, egg_home: str) -> 
     when ``$EGG_HOME`` is below a symlink (as under a linked ``/home``)."""
     fake = box.write(box.root / "bin" / "claude", "#!/bin/sh\necho ran\n", mode=0o755)
     env = {"PATH": f"{fake.parent}:/usr/bin:/bin", "EGG_EXEC_CACHE": "debug"}
-    if egg_home != "plain":  # (a symlink as $EGG_HOME itself is never cached: not private)
+    if egg_home != "plain":  # (a symlink as $EGG_HOME itself: the test at the end)
         (box.root / "linked").symlink_to(box.home)
         env["EGG_HOME"] = str(box.root / "linked" / box.egg_home.name)
     box.config({"network": {"agent_domains": "none"}})
@@ -392,3 +392,21 @@ def test_a_masked_file_that_vanishes_is_left_out_with_egg_home_below_a_symlink(
     refused(result, cache)  # a cache hit, when cached
     assert result.returncode == 0, result.stderr
     assert not sock.exists()
+
+
+@pytest.mark.parametrize("cache", ["0", "1"])
+def test_an_egg_home_that_is_a_symlink_launches_and_is_cached(box: Box, cache: str) -> None:
+    """``$EGG_HOME`` (hidden from every sandbox) may be the user's own symlink; its directories
+    are bound following their links, a rule's source never is."""
+    real = box.mkdir(box.root / "real-egg-home", mode=0o700)
+    link = box.root / "linked-egg-home"
+    link.symlink_to(real)
+    env = {"EGG_HOME": str(link), "EGG_EXEC_CACHE": "debug" if cache == "1" else "0"}
+
+    secret = box.write(box.root / "secret", "s")  # masked with egg's empty file, in $EGG_HOME
+    box.config({"fs": ["rw:./", f"deny:{secret}"]})
+    runs = [box.exec("sh", "-c", f"cat {secret}; echo ok", env=env) for _ in "12"]
+
+    assert [(r.returncode, r.stdout) for r in runs] == [(0, "ok\n")] * 2, runs[0].stderr
+    if cache == "1":  # and the exec cache still answers (it took the link for another's home)
+        assert runs[1].stderr == "egg: exec cache hit\n", [r.stderr for r in runs]
