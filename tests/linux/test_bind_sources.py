@@ -165,6 +165,94 @@ def test_a_source_reached_through_a_symlink_is_refused_and_nothing_stays_open(
     assert set(os.listdir("/proc/self/fd")) == before
 
 
+FLIP = """\
+import os
+import egg_core.sandbox as sandbox
+import egg_plugins.platforms.linux.bwrap as bwrap
+
+SUB = {sub!r}
+
+
+def to_link():
+    if os.path.isdir(SUB) and not os.path.islink(SUB):
+        os.rename(SUB, SUB + ".orig")
+        os.symlink({target!r}, SUB)
+
+
+def back():
+    if os.path.islink(SUB):
+        os.unlink(SUB)
+        os.rename(SUB + ".orig", SUB)
+
+
+_real_sources = bwrap.real_sources
+_starting = sandbox.Prepared.starting
+
+
+def real_sources(*args, **kwargs):  # after every decision: a symlink
+    to_link()
+    return _real_sources(*args, **kwargs)
+
+
+def starting(self):  # a directory again before the spawn (an attacker flipping it all along)
+    back()
+    return _starting(self)
+
+
+bwrap.real_sources = real_sources
+sandbox.Prepared.starting = starting
+"""
+
+
+def test_a_source_is_never_resolved_again_after_the_decision(box: Box) -> None:
+    """A rule's source is its real path as the decision found it: spelling the sources by their
+    real paths at the end of the command line must not follow a symlink swapped in since (it
+    would be a real path, "/", that the pin opens happily, bound over the directory again).
+    What is bound at ./sub is the directory decided, which is there again by the spawn."""
+    sub = box.mkdir(box.workspace / "sub")
+    box.write(sub / "marker", "the directory decided\n")
+    target = box.mkdir(box.root / "host-target")
+    hook = box.mkdir(box.root / "flipper")
+    climb = os.path.relpath("/", sub.parent)
+    (hook / "sitecustomize.py").write_text(FLIP.format(sub=str(sub), target=climb))
+    box.config({"base": "none", "fs": ["ro:/", "rw:./sub"]})
+    through = f"{sub}{target}/x"  # the host's / bound at ./sub would show the target here
+
+    result = box.exec(
+        "sh",
+        "-c",
+        f"cat {sub}/marker; echo escaped > {through}",
+        env={"PYTHONPATH": str(hook), "EGG_EXEC_CACHE": "0"},
+    )
+
+    assert not (target / "x").exists(), "the host's / was bound writable at ./sub"
+    assert result.stdout == "the directory decided\n", result.stderr
+
+
+@pytest.mark.parametrize("identity", ["nobody"], indirect=True)
+@pytest.mark.parametrize("where", ["jail", "home below a symlink"])
+def test_sources_egg_names_by_another_path_are_bound_by_their_real_paths(
+    box: Box, where: str
+) -> None:
+    """The sources the rules did not resolve are egg's own: a jail's system directories
+    (``/lib64`` is ``usr/lib64`` on a merged /usr) and a placeholder in a home reached through
+    a symlink (its parent resolved when it was decided; a relative one: bwrap resolves an
+    absolute one on the way to a mount point against its own root, not the sandbox's)."""
+    (box.root / "linked").symlink_to(box.home.name)
+    env = {"EGG_EXEC_CACHE": "0"}
+    if where == "jail":
+        fs = ["deny:/", "rw:."]
+    else:
+        env["HOME"] = str(box.root / "linked")
+        fs = ["ro:/", "rw:~", "deny-write:~/planted.yaml"]
+    box.config({"base": "none", "fs": fs})
+
+    result = box.exec("sh", "-c", "echo ran", env=env)
+
+    assert (result.returncode, result.stdout) == (0, "ran\n"), result.stderr
+    assert not (box.home / "planted.yaml").exists()
+
+
 @pytest.mark.parametrize("cache", ["0", "1"])
 @pytest.mark.parametrize(
     ("identity", "resources"),

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import attrs
@@ -135,27 +135,53 @@ def build_args(policy: EffectivePolicy, request: BwrapRequest, bwrap: str = "bwr
             f"the sandbox needs {len(args)} bubblewrap arguments, more than it accepts "
             f"({BWRAP_MAX_ARGS}); use fewer rules"
         )
-    return [*real_sources(args, bwrap), "--", *request.argv]
+    return [*real_sources(args, bwrap, own_sources(policy, request)), "--", *request.argv]
 
 
 #: bwrap's options that bind a host path (its source) somewhere in the sandbox
 BIND_OPTIONS = frozenset({"--bind", "--ro-bind", "--bind-try", "--ro-bind-try"})
 
 
-def real_sources(args: Sequence[str], bwrap: str) -> list[str]:
-    """``args`` with each bind's source spelled as its real path: what the decision looked at,
-    and what :mod:`.bindfds` opens with no symlink allowed on the way (egg's own directories
-    may sit below a symlink, ``$EGG_HOME`` under a linked ``/home``). Read as bwrap reads its
-    options (:func:`.bindfds.options`): a ``--symlink`` whose target is ``--bind`` is no bind.
+def own_sources(policy: EffectivePolicy, request: BwrapRequest) -> frozenset[str]:
+    """The sources egg names that no rule resolved: its own files and directories, the jail's
+    system directories and the interpreter's. None is where a sandbox writes."""
+    own = [
+        request.empty_file,
+        request.net_dir,
+        request.shared_dir,
+        request.tools_dir,
+        request.home_layer,
+        *request.extra_ro,
+        *(JAIL_SYSTEM_PATHS if policy.jail else ()),
+        *(cache_sources(policy, request.cache_root) if request.cache_root else ()),
+    ]
+    return frozenset(path for path in own if path)
 
-    A source that is its real path already is left as it is, unobserved: a rule's was observed
-    when it was decided, and egg's per-run directories (the home layer, made afresh for every
-    run) must be no fact of the exec cache's entry, which would then never hold again."""
+
+def real_sources(args: Sequence[str], bwrap: str, own: Collection[str]) -> list[str]:
+    """``args`` with the sources of ``own`` (:func:`own_sources`) spelled as their real paths,
+    which :mod:`.bindfds` opens with no symlink allowed on the way (``$EGG_HOME`` may be below a
+    linked ``/home``, ``/lib64`` is ``usr/lib64``). Read as bwrap reads its options
+    (:func:`.bindfds.options`): a ``--symlink`` whose target is ``--bind`` is no bind.
+
+    Every other source is a real path the decision found (a rule's, by :func:`probe`) and is
+    never resolved again: a directory swapped for a symlink since then would be followed to a
+    real path ("/") that the pin opens happily, where the one decided is refused as changed.
+    A source that is its real path already is left unobserved: egg's per-run directories (the
+    home layer, made afresh for every run) must be no fact of the exec cache's entry."""
     out = list(args)
     for index in bindfds.options(args, bwrap):
-        if out[index] in BIND_OPTIONS and os.path.realpath(out[index + 1]) != out[index + 1]:
-            out[index + 1] = observe.realpath(out[index + 1])
+        source = out[index + 1]
+        if out[index] in BIND_OPTIONS and source in own and os.path.realpath(source) != source:
+            out[index + 1] = observe.realpath(source)
     return out
+
+
+def placeholder_args(path: str) -> list[str]:
+    """A placeholder bound onto itself (see :mod:`.placeholders`), its source by the real path
+    of its directory as the decision finds it: the file itself is planted only at the spawn."""
+    parent, name = os.path.split(path)
+    return ["--ro-bind", os.path.join(observe.realpath(parent), name), path]
 
 
 def _covered_after(decisions: Sequence[tuple[str, str]], path: str) -> bool:
@@ -213,7 +239,7 @@ def _mounts(policy: EffectivePolicy, request: BwrapRequest) -> tuple[list[str], 
     entries = pinned_entries(policy)
     for order, entry in enumerate(entries):
         if entry.path in placeholders:
-            block = ["--ro-bind", entry.path, entry.path]
+            block = placeholder_args(entry.path)
         elif entry.path in untrusted:
             continue
         elif entry.mode == "cache":
@@ -242,7 +268,7 @@ def _mounts(policy: EffectivePolicy, request: BwrapRequest) -> tuple[list[str], 
     decided = mount_decisions(out, empty, [])  # kept up to date as protections are added
     for entry in policy.protected:
         if entry.path in placeholders:
-            block = ["--ro-bind", entry.path, entry.path]
+            block = placeholder_args(entry.path)
         elif entry.mode == "deny":
             block = _entry_args(entry, empty, remount)
         else:
