@@ -52,7 +52,7 @@ from .linux.placeholders import Held
 from .linux.placeholders import plant as plant_placeholders
 from .linux.placeholders import remove as remove_placeholders
 from .linux.status import StatusReader
-from .linux.trust import ruled_paths
+from .linux.trust import one_look, ruled_paths
 
 PROXY_PORT = 3128
 AS_FLOOR = 4 << 30
@@ -268,7 +268,8 @@ class LinuxNamespaces(Platform):
             )
         prepared = Prepared(argv=[], env=dict(launch.env), cwd=launch.cwd)
         try:
-            self._prepare(launch, policy, bwrap, prepared)
+            with one_look():  # the decision rests on one look at each path (see linux.trust)
+                self._prepare(launch, policy, bwrap, prepared)
         except BaseException:
             prepared.cleanup()
             raise

@@ -229,6 +229,47 @@ def test_a_source_is_never_resolved_again_after_the_decision(box: Box) -> None:
     assert result.stdout == "the directory decided\n", result.stderr
 
 
+MIDWAY = """\
+import os
+import egg_plugins.platforms.linux.bwrap as bwrap
+
+SUB = {sub!r}
+_entry_args = bwrap._entry_args
+
+
+def entry_args(entry, *args, **kwargs):  # after the trust analysis, before the rule's mounts
+    if entry.path == SUB and os.path.isdir(SUB) and not os.path.islink(SUB):
+        os.rename(SUB, SUB + ".orig")
+        os.symlink({target!r}, SUB)
+    return _entry_args(entry, *args, **kwargs)
+
+
+bwrap._entry_args = entry_args
+"""
+
+
+@pytest.mark.parametrize("cache", ["0", "debug"], ids=["plain", "recorded"])
+def test_a_directory_swapped_while_the_rules_are_decided_is_never_followed(
+    box: Box, cache: str
+) -> None:
+    """The trust analysis found a directory (no planted link), the rule's mounts a symlink
+    (``../../..``: the real path "/", source and destination, which the pin opens happily):
+    one look at each path makes them agree, and the pin refuses the directory decided."""
+    sub = box.mkdir(box.workspace / "sub")
+    target = box.mkdir(box.root / "host-target")
+    hook = box.mkdir(box.root / "midway")
+    climb = os.path.relpath("/", sub.parent)
+    (hook / "sitecustomize.py").write_text(MIDWAY.format(sub=str(sub), target=climb))
+    box.config({"base": "none", "fs": ["ro:/", "rw:./sub"]})
+    env = {"PYTHONPATH": str(hook), "EGG_EXEC_CACHE": cache}  # the exec cache's recording too
+
+    result = box.exec("sh", "-c", f"echo escaped > {target}/x", env=env)
+
+    assert not (target / "x").exists(), "the sandbox wrote a host directory outside every rule"
+    assert result.returncode == 125, result.stderr
+    assert "changed while the sandbox was being set up" in result.stderr
+
+
 @pytest.mark.parametrize("identity", ["nobody"], indirect=True)
 @pytest.mark.parametrize("where", ["jail", "home below a symlink"])
 def test_sources_egg_names_by_another_path_are_bound_by_their_real_paths(

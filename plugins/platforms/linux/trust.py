@@ -10,10 +10,11 @@ must be pinned in place, so the sandbox cannot rename them away
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import attrs
 
@@ -34,13 +35,58 @@ class PathFact:
     kind: str  # "dir" | "file" | "missing"
 
 
-def probe(path: str) -> PathFact:
-    real = observe.realpath(path)
+#: within :func:`one_look`: what each path was found to be, (its fact, its symlinks on the way)
+_looked: dict[str, tuple[PathFact, list[str]]] | None = None
+
+
+@contextlib.contextmanager
+def one_look() -> Iterator[None]:
+    """Within it, each path is looked at once: the trust analysis and the mounts rest on the same
+    answer. Looked at twice, a directory swapped for a symlink in between (``ln -s ../../..``)
+    would be no planted link to the analysis and the host's ``/`` to the rule's mount — a real
+    path that no later check refuses."""
+    global _looked
+    outer = _looked
+    if outer is None:
+        _looked = {}
     try:
-        mode = observe.stat(real).st_mode
+        yield
+    finally:
+        _looked = outer
+
+
+def probe(path: str) -> PathFact:
+    return _look(path)[0]
+
+
+def _look(path: str) -> tuple[PathFact, list[str]]:
+    """``path`` resolved once, component by component: its fact and the symlinks on the way
+    (each spelled with its parent resolved)."""
+    if _looked is not None and path in _looked:
+        return _looked[path]
+    found: list[str] = []
+    if path.startswith("/"):
+        current = "/"
+        for part in path.strip("/").split("/"):
+            if not part:
+                continue
+            candidate = os.path.join(current, part)
+            if observe.islink(candidate):
+                found.append(candidate)
+                current = observe.realpath(candidate)
+            else:
+                current = candidate
+    else:
+        current = observe.realpath(path)
+    try:
+        mode = observe.stat(current).st_mode
     except OSError:
-        return PathFact(real, "missing")
-    return PathFact(real, "dir" if stat.S_ISDIR(mode) else "file")
+        fact = PathFact(current, "missing")
+    else:
+        fact = PathFact(current, "dir" if stat.S_ISDIR(mode) else "file")
+    if _looked is not None:
+        _looked[path] = (fact, found)
+    return fact, found
 
 
 def ruled_paths(policy: EffectivePolicy, *, everything: bool = False) -> list[tuple[str, str]]:
@@ -114,16 +160,7 @@ def placeholder_paths(policy: EffectivePolicy) -> list[tuple[str, str]]:
 
 def symlinks_on_the_way(path: str) -> list[str]:
     """The components of ``path`` that are symlinks (each spelled with its parent resolved)."""
-    found = []
-    current = "/"
-    for part in path.strip("/").split("/"):
-        candidate = os.path.join(current, part)
-        if observe.islink(candidate):
-            found.append(candidate)
-            current = observe.realpath(candidate)
-        else:
-            current = candidate
-    return found
+    return list(_look(path)[1])
 
 
 def _symlink_guards(policy: EffectivePolicy) -> tuple[list[str], list[str]]:
