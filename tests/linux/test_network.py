@@ -370,12 +370,9 @@ def test_allowed_name_resolving_to_a_non_public_address_is_refused(
     assert server.received_nothing()
 
 
-def test_connect_to_a_host_loopback_port_through_the_proxy_is_refused(
-    box: Box, listen: Listen
-) -> None:
-    server = listen(socket.AF_INET, ("127.0.0.1", 0), echo=True)
-    port = server.port
-    targets = [
+def loopback_spellings(port: int) -> list[str]:
+    """``HOST:PORT`` for the host's loopback on ``port``, in the spellings a proxy must know."""
+    return [
         f"127.0.0.1:{port}",
         f"localhost:{port}",
         f"127.1.2.3:{port}",
@@ -383,6 +380,14 @@ def test_connect_to_a_host_loopback_port_through_the_proxy_is_refused(
         f"[::ffff:127.0.0.1]:{port}",
         f"0.0.0.0:{port}",
     ]
+
+
+def test_connect_to_a_host_loopback_port_through_the_proxy_is_refused(
+    box: Box, listen: Listen
+) -> None:
+    server = listen(socket.AF_INET, ("127.0.0.1", 0), echo=True)
+    port = server.port
+    targets = loopback_spellings(port)
 
     found = box.probe(
         PROXY + f"report(**{{t: via_proxy(t)['status'] for t in {targets!r}}})",
@@ -403,14 +408,7 @@ def test_observe_mode_refuses_connect_to_a_host_loopback_port_through_the_proxy(
     server = listen(socket.AF_INET, ("127.0.0.1", 0), echo=True)
     port = server.port
     log = box.home / "network.log"
-    targets = [
-        f"127.0.0.1:{port}",
-        f"localhost:{port}",
-        f"127.1.2.3:{port}",
-        f"[::1]:{port}",
-        f"[::ffff:127.0.0.1]:{port}",
-        f"0.0.0.0:{port}",
-    ]
+    targets = loopback_spellings(port)
 
     found = box.probe(
         PROXY + f"report(**{{t: via_proxy(t)['status'] for t in {targets!r}}})",

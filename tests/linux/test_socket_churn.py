@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from tests import leftovers
-from tests.linux.conftest import PY, Box
+from tests.linux.conftest import PY, Box, Result
 from tests.volumes import volume
 
 LAUNCHES = volume(ci=90, full=300)
@@ -79,6 +79,19 @@ print(json.dumps({"reached": reached}))
 """
 
 
+#: the launch paths each churn test takes in turn
+KINDS = ("exec cached", "exec uncached", "run", "run --detach")
+
+
+def launch(box: Box, kind: str, probe: list[str], env: dict[str, str]) -> Result:
+    """One launch of ``kind``: ``probe`` run by ``egg exec`` or ``egg run``; a detached session
+    runs ``true`` (its output is the session's)."""
+    if kind == "run":
+        return box.run("run", "--", *probe, env=env)
+    if kind == "run --detach":
+        return box.run("run", "--detach", "--", "true", env=env)
+    return box.exec(*probe, env=env)
+
 def test_launches_never_fail_and_never_reach_a_host_socket(box: Box) -> None:
     outside = box.mkdir(box.root / "outside")  # neither in the workspace nor in $HOME
     roots = [box.workspace / "churn", box.home / "churn", outside / "churn"]
@@ -95,15 +108,10 @@ def test_launches_never_fail_and_never_reach_a_host_socket(box: Box) -> None:
     try:
         time.sleep(0.3)
         for i in range(LAUNCHES):
-            kind = ("exec cached", "exec uncached", "run", "run --detach")[i % 4]
+            kind = KINDS[i % len(KINDS)]
             env = {"EGG_EXEC_CACHE": "0" if kind == "exec uncached" else "1"}
             started = time.time()
-            if kind == "run":
-                result = box.run("run", "--", *probe, env=env)
-            elif kind == "run --detach":
-                result = box.run("run", "--detach", "--", "true", env=env)
-            else:
-                result = box.exec(*probe, env=env)
+            result = launch(box, kind, probe, env)
             launches.append((kind, started, time.time(), result))
     finally:
         churn.terminate()
@@ -202,17 +210,12 @@ def test_a_masked_file_that_vanishes_before_the_mount_never_fails_a_launch(box: 
     try:
         time.sleep(0.2)
         for i in range(MASK_LAUNCHES):
-            kind = ("exec cached", "exec uncached", "run", "run --detach")[i % 4]
+            kind = KINDS[i % len(KINDS)]
             env = {
                 "EGG_EXEC_CACHE": "0" if kind == "exec uncached" else "1",
                 "SSH_AUTH_SOCK": str(agent),
             }
-            if kind == "run":
-                result = box.run("run", "--", *probe, env=env)
-            elif kind == "run --detach":
-                result = box.run("run", "--detach", "--", "true", env=env)
-            else:
-                result = box.exec(*probe, env=env)
+            result = launch(box, kind, probe, env)
             launches.append((kind, result))
     finally:
         flicker.terminate()
