@@ -357,11 +357,11 @@ class LinuxNamespaces(Platform):
         prepared.set_child_pid_reader(status.child_pid)
         # a masked file that is gone by the time bwrap mounts (a container engine's socket, an
         # ssh-agent's) must not fail the launch: see linux.vanishing
-        masks = vanishing.file_masks(args, empty)
+        masks = vanishing.file_masks(args, empty, bwrap)
         if masks:
             prepared.add_start_hook(
                 lambda: setattr(
-                    prepared, "argv", vanishing.drop_vanished(prepared.argv, masks, empty)
+                    prepared, "argv", vanishing.drop_vanished(prepared.argv, masks, empty, bwrap)
                 )
             )
             prepared.set_retry_check(lambda said: vanishing.any_vanished(masks, said))
@@ -483,7 +483,7 @@ class LinuxNamespaces(Platform):
             "exit_reasons": reasons,
             "cgroup": group_spec,
             "empty_file": empty,
-            "masks": vanishing.file_masks(argv, empty),
+            "masks": vanishing.file_masks(argv, empty, bwrap),
             # bwrap's own word: a cached command line may start with prlimit
             "bwrap": bwrap,
             "bind_fds": bindfds.supported(bwrap),

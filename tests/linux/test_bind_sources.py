@@ -18,12 +18,34 @@ import pytest
 from egg_plugins.platforms.linux import bindfds
 from tests.linux.conftest import Box, Result
 
-SWAP = """\
-import os
-import resource
-import subprocess
+#: the end of each ``sitecustomize`` below: its action run in egg's own process right before
+#: the spawn, on every path — before the start hooks (the full path, sessions: before the
+#: masks of vanished files are dropped and the binds pinned) and before the exec cache's fast
+#: path plants its placeholders (the same moment there)
+AT_THE_SPAWN = """
 import egg_core.sandbox as sandbox
 import egg_plugins.platforms.linux.placeholders as placeholders
+
+_starting = sandbox.Prepared.starting
+_plant = placeholders.plant
+
+
+def starting(self):
+    {act}()
+    return _starting(self)
+
+
+def plant(*args, **kwargs):
+    {act}()
+    return _plant(*args, **kwargs)
+
+
+sandbox.Prepared.starting = starting
+placeholders.plant = plant
+"""
+
+SWAP = """\
+import os
 
 
 def swap():
@@ -33,24 +55,7 @@ def swap():
         os.rename({sub!r}, {sub!r} + ".orig")
         os.symlink({target!r}, {sub!r})
 
-
-_starting = sandbox.Prepared.starting
-_plant = placeholders.plant
-
-
-def starting(self):  # the full path, and sessions
-    swap()
-    return _starting(self)
-
-
-def plant(*args, **kwargs):  # the exec cache's fast path: right before its spawn
-    swap()
-    return _plant(*args, **kwargs)
-
-
-sandbox.Prepared.starting = starting
-placeholders.plant = plant
-"""
+""" + AT_THE_SPAWN.format(act="swap")
 
 
 def swapper(box: Box, sub: Path, armed: bool = True) -> dict[str, str]:
@@ -465,44 +470,27 @@ def test_a_refused_launch_leaves_no_placeholder_behind(box: Box, cache: str) -> 
 
 VANISH = """\
 import os
-import egg_core.sandbox as sandbox
-import egg_plugins.platforms.linux.placeholders as placeholders
 
 
 def vanish():
     if os.path.exists({armed!r}) and os.path.exists({path!r}):
         os.unlink({path!r})
 
-
-_starting = sandbox.Prepared.starting
-_plant = placeholders.plant
-
-
-def starting(self):  # the full path: before the start hooks drop the masks of vanished files
-    vanish()
-    return _starting(self)
-
-
-def plant(*args, **kwargs):  # the exec cache's fast path: before it drops them
-    vanish()
-    return _plant(*args, **kwargs)
-
-
-sandbox.Prepared.starting = starting
-placeholders.plant = plant
-"""
+""" + AT_THE_SPAWN.format(act="vanish")
 
 
 @pytest.mark.parametrize("identity", ["nobody"], indirect=True)
+@pytest.mark.parametrize("limits", [{}, {"resources": {"max_fds": 512}}], ids=["plain", "prlimit"])
 @pytest.mark.parametrize("cache", ["0", "1"])
 def test_a_masked_file_that_vanishes_is_left_out_with_egg_home_below_a_symlink(
-    box: Box, cache: str
+    box: Box, cache: str, limits: dict[str, object]
 ) -> None:
     """A denied file is the empty file bound over it, and one gone by the spawn (a socket of a
     daemon restarting) is not mounted over (linux.vanishing): that holds when the empty file is
-    named by its real path in bwrap's options, ``$EGG_HOME`` below a symlink."""
+    named by its real path in bwrap's options, ``$EGG_HOME`` below a symlink, and when a
+    wrapper with a ``--`` of its own runs before bwrap (prlimit, under a resources: limit)."""
     sock = box.write(box.workspace / "daemon.sock", "")
-    box.config({"base": "none", "fs": ["ro:/", f"deny:{sock}"]})
+    box.config({"base": "none", "fs": ["ro:/", f"deny:{sock}"], **limits})
     (box.root / "linked").symlink_to(box.home)
     hook = box.mkdir(box.root / "vanisher")
     armed = box.root / "vanisher-armed"

@@ -82,7 +82,7 @@ def _spawn_and_supervise(
     masks = entry.get("masks", ())
     argv = [table.get(arg, arg) for arg in entry["argv"]]
     if masks:  # a masked file gone by now is not mounted over (see linux.vanishing)
-        argv = vanishing.drop_vanished(argv, masks, entry["empty_file"])
+        argv = vanishing.drop_vanished(argv, masks, entry["empty_file"], entry["bwrap"])
     bound: list[int] = []
     if entry["bind_fds"]:  # what was decided is what is mounted (see linux.bindfds)
         try:

@@ -18,45 +18,40 @@ from __future__ import annotations
 
 import os
 
+from . import bindfds
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # importing typing costs milliseconds on the fast path
     from collections.abc import Iterable, Sequence
 
 
-def file_masks(argv: Sequence[str], empty_file: str) -> list[str]:
-    """The paths ``argv`` (bwrap's arguments) masks with ``empty_file``."""
-    masks = []
-    for index in range(len(argv) - 2):
-        if argv[index] == "--":
-            break
-        if argv[index] == "--ro-bind" and argv[index + 1] == empty_file:
-            masks.append(argv[index + 2])
-    return masks
+def _masks_at(argv: Sequence[str], empty_file: str, bwrap: str) -> list[int]:
+    """Where ``argv`` binds ``empty_file`` over a path, read as bwrap reads its options (a
+    wrapper before bwrap, prlimit's ``--`` and all, is not bwrap's: see :func:`.bindfds.options`);
+    none when bwrap would read it otherwise (the pin then refuses the launch)."""
+    try:
+        found = bindfds.options(argv, bwrap)
+    except bindfds.PinFailed:
+        return []
+    return [i for i in found if argv[i] == "--ro-bind" and argv[i + 1] == empty_file]
 
 
-def drop_vanished(argv: list[str], masks: Iterable[str], empty_file: str) -> list[str]:
+def file_masks(argv: Sequence[str], empty_file: str, bwrap: str) -> list[str]:
+    """The paths ``argv`` (a command line that runs ``bwrap``) masks with ``empty_file``."""
+    return [argv[i + 2] for i in _masks_at(argv, empty_file, bwrap)]
+
+
+def drop_vanished(argv: list[str], masks: Iterable[str], empty_file: str, bwrap: str) -> list[str]:
     """``argv`` without the masks of ``masks`` whose file no longer exists (run right before
     each spawn, to leave bwrap the shortest window)."""
     masks = frozenset(masks)
-    out: list[str] = []
-    index = 0
-    while index < len(argv):
-        word = argv[index]
-        if word == "--":
-            out += argv[index:]
-            break
-        if (
-            word == "--ro-bind"
-            and index + 2 < len(argv)
-            and argv[index + 1] == empty_file
-            and argv[index + 2] in masks
-            and not os.path.lexists(argv[index + 2])
-        ):
-            index += 3
-            continue
-        out.append(word)
-        index += 1
-    return out
+    dropped = {
+        i + k
+        for i in _masks_at(argv, empty_file, bwrap)
+        if argv[i + 2] in masks and not os.path.lexists(argv[i + 2])
+        for k in range(3)
+    }
+    return [word for i, word in enumerate(argv) if i not in dropped]
 
 
 def any_vanished(masks: Iterable[str], said: str = "") -> bool:
