@@ -92,6 +92,7 @@ def launch(box: Box, kind: str, probe: list[str], env: dict[str, str]) -> Result
         return box.run("run", "--detach", "--", "true", env=env)
     return box.exec(*probe, env=env)
 
+
 def test_launches_never_fail_and_never_reach_a_host_socket(box: Box) -> None:
     outside = box.mkdir(box.root / "outside")  # neither in the workspace nor in $HOME
     roots = [box.workspace / "churn", box.home / "churn", outside / "churn"]
