@@ -95,6 +95,18 @@ MUTANTS: list[Mutant] = [
         ),
     ),
     Mutant(
+        "a container engine's control socket is left unmasked (root on the host)",
+        "egg_core/policy.py",
+        "control_sockets=[sock for sock in CONTROL_SOCKETS if observe.lexists(sock)],",
+        "control_sockets=[],",
+        (
+            "tests/linux/test_network.py::"
+            "test_container_engine_socket_is_unreachable[root-/run/docker.sock]",
+            "tests/linux/test_network.py::"
+            "test_container_engine_socket_is_unreachable[nobody-/var/lib/incus/unix.socket]",
+        ),
+    ),
+    Mutant(
         "the session socket never compares the client's token",
         "egg_core/session/serving.py",
         "if first.type != p.AUTH or not hmac.compare_digest(first.payload, self.token):",

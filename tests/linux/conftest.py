@@ -240,12 +240,16 @@ class Box:
         timeout: float = TIMEOUT,
         stdin: str | None = None,
         egg: str = EGG,
+        within: Sequence[str] = (),
     ) -> Result:
-        """Run ``egg ARGS`` as the identity; with ``config``, write the workspace's egg.yaml."""
+        """Run ``egg ARGS`` as the identity; with ``config``, write the workspace's egg.yaml.
+
+        ``within`` is a command prefix run as the test's own user around the identity's egg:
+        a private mount namespace, say, where a host path exists for this run alone."""
         if config is not None:
             self.config(config)
         proc = subprocess.run(
-            self.command(*args, egg=egg),
+            [*within, *self.command(*args, egg=egg)],
             env=self.env(env),
             cwd=cwd or self.workspace,
             input=stdin if stdin is not None else "",

@@ -13,10 +13,12 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from .conftest import Box, Listen, Listener
@@ -876,34 +878,76 @@ def test_a_rule_above_a_replaced_tree_does_not_bring_the_hosts_back(
         shutil.rmtree(host_tmp, ignore_errors=True)
 
 
+#: Runs its arguments (after ``TARGET SOURCE SCRATCH``) in a private mount namespace where
+#: ``TARGET`` is a bind of ``SOURCE``: the nearest existing ancestor of ``TARGET`` is overlaid
+#: (upper layer in ``SCRATCH``) so missing directories and the placeholder exist only there.
+PRIVATE_PATH = r"""
+set -e
+target=$1 source=$2 scratch=$3; shift 3
+anchor=$(dirname "$target")
+while [ ! -e "$anchor" ]; do anchor=$(dirname "$anchor"); done
+mkdir -p "$scratch/upper" "$scratch/work"
+mount -t overlay overlay -o "lowerdir=$anchor,upperdir=$scratch/upper,workdir=$scratch/work" "$anchor"
+mkdir -p "$(dirname "$target")"
+: > "$target"
+mount --bind "$source" "$target"
+exec "$@"
+"""
+
+
+@attrs.frozen
+class EngineSocket:
+    """A container-engine control socket at its well-known path, and how to run egg so that it
+    is there: the host's real one (``listener`` None: only the sandbox side can be checked), or
+    a stand-in listener that exists at that path only in the mount namespace ``within`` makes,
+    so no other test or run on the host ever sees it (the exec cache fingerprints these paths:
+    a host-global stand-in made other tests' cache hits miss)."""
+
+    path: Path
+    listener: Listener | None = None
+    within: tuple[str, ...] = ()
+
+
 @pytest.fixture(params=["/run/docker.sock", "/var/lib/incus/unix.socket"])
-def engine_socket(request: pytest.FixtureRequest, listen: Listen) -> Iterator[Listener | Path]:
-    """A container-engine control socket: the host's real one, or a stand-in listener."""
+def engine_socket(
+    request: pytest.FixtureRequest, listen: Listen, tmp_path: Path
+) -> Iterator[EngineSocket]:
     path = Path(request.param)
-    if path.exists():
-        yield path  # a real engine: only the sandbox side can be checked
+    if os.path.lexists(path):
+        yield EngineSocket(path)
         return
-    created = [p for p in reversed(path.parents) if not p.exists()]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    listener = listen(socket.AF_UNIX, str(path))
-    os.chmod(path, 0o666)
-    try:
-        yield listener
-    finally:
-        listener.close()
-        path.unlink(missing_ok=True)
-        for directory in reversed(created):
-            shutil.rmtree(directory, ignore_errors=True)
+    listener = listen(socket.AF_UNIX, str(tmp_path / "engine.sock"))
+    os.chmod(tmp_path / "engine.sock", 0o666)
+    scratch = tmp_path / "overlay"
+    within = ("unshare", "-m", "--propagation", "private", "sh", "-c", PRIVATE_PATH, "sh")
+    within += (str(path), str(tmp_path / "engine.sock"), str(scratch))
+    reach = f"import socket; socket.socket(socket.AF_UNIX).connect({str(path)!r})"
+    subprocess.run([*within, sys.executable, "-c", reach], check=True, timeout=30)
+    deadline = time.monotonic() + 10
+    while not listener.hits and time.monotonic() < deadline:  # (its thread records it)
+        time.sleep(0.02)
+    assert listener.hits, "the stand-in is not reachable at its path where egg runs"
+    listener.hits.clear()
+    assert not os.path.lexists(path), "the stand-in leaked onto the host"
+    yield EngineSocket(path, listener, within)
 
 
-def test_container_engine_socket_is_unreachable(box: Box, engine_socket: Listener | Path) -> None:
-    path = engine_socket if isinstance(engine_socket, Path) else engine_socket.address
-
-    found = box.probe(f"report(connect=attempt(connect, socket.AF_UNIX, {str(path)!r}))")
+def test_container_engine_socket_is_unreachable(box: Box, engine_socket: EngineSocket) -> None:
+    """Masked by the policy's own deny (egg explain names it), not only kept out of reach by
+    the socket gate or by /run's being the sandbox's own: what the path shows is not a socket."""
+    path = str(engine_socket.path)
+    found = box.probe(
+        "import stat\n"
+        f"mode = os.lstat({path!r}).st_mode if os.path.lexists({path!r}) else None\n"
+        "kind = None if mode is None else 'socket' if stat.S_ISSOCK(mode) else 'mask'\n"
+        f"report(kind=kind, connect=attempt(connect, socket.AF_UNIX, {path!r}))",
+        within=engine_socket.within,
+    )
 
     assert found["connect"] != "ok"
-    if isinstance(engine_socket, Listener):
-        assert engine_socket.received_nothing()
+    assert found["kind"] == "mask", found
+    if engine_socket.listener is not None:
+        assert engine_socket.listener.received_nothing()
 
 
 def test_forwarding_a_privileged_local_port_is_refused_before_anything_starts(box: Box) -> None:

@@ -86,14 +86,31 @@ class Terminal:
             if len(self.output) != size:
                 last = time.monotonic()
 
-    def type(self, text: str) -> None:
-        """Type ``text`` one key at a time, each shown before the next; then Enter."""
-        for index in range(len(text)):
-            self.child.send(text[index])
-            typed = text[: index + 1].rstrip()  # (the screen's lines are read without their
-            # trailing blanks: a space shows with the next key)
-            self.wait_for(lambda screen, typed=typed: typed in screen, f"{typed!r} typed")
-        self.child.send("\r")
+    def type(self, text: str, prompt: str | None = None) -> None:
+        """Type ``text`` one key at a time, each shown before the next; then Enter.
+
+        With ``prompt`` (what the input line shows before the input), Enter waits until the
+        input line reads exactly ``text``: Gemini under load has been seen to show a key twice
+        ("/quitt", answered as a chat turn), and a suggestion list that already shows ``text``
+        makes the per-key wait pass early. Then the line is erased and typed again."""
+        for _attempt in range(3):
+            for index in range(len(text)):
+                self.child.send(text[index])
+                typed = text[: index + 1].rstrip()  # (the screen's lines are read without their
+                # trailing blanks: a space shows with the next key)
+                self.wait_for(lambda screen, typed=typed: typed in screen, f"{typed!r} typed")
+            if prompt is None or self._input_reads(prompt, text):
+                self.child.send("\r")
+                return
+            self.child.send("\x7f" * (len(text) + 8))
+            self.wait_for(lambda screen: prompt + text not in screen, "the input erased")
+        pytest.fail(f"the input line never read {text!r}; the screen:\n{self.text()}")
+
+    def _input_reads(self, prompt: str, text: str, quiet: float = 1.0) -> bool:
+        """Whether, once the screen has been quiet for ``quiet`` seconds, a line ends with
+        ``prompt`` followed by exactly ``text``."""
+        self.settle(quiet)
+        return any(line.endswith(prompt + text) for line in self.text().splitlines())
 
     def ever_saw(self, text: str) -> bool:
         return any(text in screen for screen in self.seen)
@@ -176,7 +193,7 @@ def _at_gemini_prompt(screen: str) -> bool:
 
 def _quit_gemini(terminal: Terminal) -> int:
     terminal.settle()  # "Initializing... Prompts will be queued": a command typed then is a prompt
-    terminal.type("/quit")
+    terminal.type("/quit", prompt="> ")
     return terminal.finish()
 
 
@@ -197,7 +214,7 @@ def _trust_gemini_and_chat(box: Box, terminal: Terminal) -> None:
 def _ask_gemini(terminal: Terminal) -> None:
     """ "hi", answered. An Enter that Gemini 0.61 takes as part of the typing (under load it
     left "> hi" in its input box, not sent) is pressed again, as a user would."""
-    terminal.type("hi")
+    terminal.type("hi", prompt="> ")
     for _ in range(3):
         terminal.settle()
         if ANSWER in terminal.text() or "> hi" not in terminal.text():
