@@ -9,8 +9,11 @@ calls run with ``EGG_EXEC_CACHE=debug`` so that only hits are counted (a shared 
 a sandbox sees now and then: such a call is a miss, and is reported, not timed). Targets: a hit
 at most 5x raw bwrap, an agent's hit at most 2x a plain hit.
 
-A row beside them gives the floor a Python program starts from: the interpreter's own start,
-measured the same way (it is part of every egg call, and of no raw bwrap call).
+Rows beside them give the floor a Python program starts from: the interpreter's own start,
+measured the same way (it is part of every egg call, and of no raw bwrap call); that start then
+exec'ing the same raw bwrap (the floor of any launcher written in Python); and the same with
+``ctypes`` imported first (the standard library's only way to the ``seccomp()`` call that
+installs the socket gate's user-notification filter, so a floor of any launcher with that gate).
 
 Then the same with 0 and 5,000 live host sockets the sandbox sees (bound and listening by this
 script, in one directory and spread over 500): the socket gate judges connects when they happen,
@@ -111,11 +114,16 @@ def main() -> None:
                 cached_once(argv, debug, work)
         raw: list[float] = []
         interpreter: list[float] = []  # the floor Python sets: its own start, nothing else
+        launcher: list[float] = []  # Python's start, then raw bwrap in its place
+        gated: list[float] = []  # the same with ctypes imported first
+        exec_raw = f"import os; os.execvp({RAW[0]!r}, {RAW!r})"
         uncached: list[float] = []
         cached: dict[str, list[float]] = {name: [] for name in hits}
         for _ in range(args.runs):
             raw.append(once(RAW, env, work))
             interpreter.append(once([sys.executable, "-c", "pass"], env, work))
+            launcher.append(once([sys.executable, "-c", exec_raw], env, work))
+            gated.append(once([sys.executable, "-c", "import ctypes; " + exec_raw], env, work))
             for name, argv in hits.items():
                 took = cached_once(argv, debug, work)
                 if took is not None:
@@ -127,6 +135,7 @@ def main() -> None:
         raise SystemExit(f"no exec cache hit for {[n for n, s in cached.items() if not s]}")
     r, u = statistics.median(raw), statistics.median(uncached)
     py = statistics.median(interpreter)
+    floor, gate_floor = statistics.median(launcher), statistics.median(gated)
     m = {name: statistics.median(samples) for name, samples in cached.items()}
     c = m["plain"]
     rows = [
@@ -144,13 +153,23 @@ def main() -> None:
         f"| raw bwrap (baseline) | {r * 1000:.1f} ms | 1.0x | — |\n"
         f"| Python's own start (`python -c pass`, the interpreter egg runs on) | "
         f"{py * 1000:.1f} ms | {py / r:.1f}x | {py / c:.2f}x |\n"
+        f"| Python's start, then raw bwrap in its place (the floor of a launcher in Python) | "
+        f"{floor * 1000:.1f} ms | {floor / r:.1f}x | {floor / c:.2f}x |\n"
+        f"| the same with `ctypes` imported first (the floor of one that installs a seccomp "
+        f"notification filter) | {gate_floor * 1000:.1f} ms | {gate_floor / r:.1f}x "
+        f"| {gate_floor / c:.2f}x |\n"
         f"| egg exec -- /bin/true, repeated (exec cache hit) | {c * 1000:.1f} ms | {c / r:.1f}x "
         "| 1.00x |\n" + "".join(rows) + f"| egg exec -- /bin/true, EGG_EXEC_CACHE=0 (full "
         f"resolution) | {u * 1000:.1f} ms | {u / r:.1f}x | {u / c:.2f}x |\n\n"
         f"Targets: a hit at most 5x raw bwrap — {'met' if c / r <= 5 else 'NOT met'} "
         f"({c / r:.1f}x); an agent's hit at most 2x a plain hit — "
         f"{'met' if worst <= 2 else 'NOT met'} ({worst:.2f}x at most). A first call (or any "
-        "call after a change) pays the full resolution.\n\n"
+        "call after a change) pays the full resolution. The ceiling on this machine: a launcher "
+        f"in Python that installs the socket gate's filter starts at {gate_floor / r:.1f}x raw "
+        f"bwrap before it has done anything, which leaves {max(0.0, 5 * r - gate_floor) * 1000:.1f}"
+        " ms within 5x for all the rest of a hit (reading and checking the cache entry, the "
+        "policy's own mounts and seccomp filter, the stderr shim, the gate, the clean-up); egg's "
+        f"hit spends {(c - gate_floor) * 1000:.1f} ms on it.\n\n"
         "With live host sockets the sandbox sees (medians, ms; in brackets, the ratio to the "
         "same column with none — target at most 3x):\n\n"
         "| live host sockets | raw bwrap | egg exec (cache) | egg exec (no cache) |\n"
