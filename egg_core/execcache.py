@@ -43,13 +43,12 @@ if TYPE_CHECKING:  # importing typing costs milliseconds that this module exists
 
     Fact = tuple[Any, ...]
 
-FORMAT = 10  # 7: entries carry the persistence guards (git state, settings, write window)
+FORMAT = 11  # 7: entries carry the persistence guards (git state, settings, write window)
 # 8: and the settings files' command-defining keys; 9: recorded facts, keyed on variables read;
-# 10: linux-ns entries name their bwrap (binds are pinned from its options on)
+# 10: linux-ns entries name their bwrap (binds are pinned from its options on); 11: an entry's
+# runner and its platform's fact checkers are admitted by the file they were recorded from
 CACHE_ENV = "EGG_EXEC_CACHE"
 KEEP = 64
-#: cached launches are run only by egg's own platform code
-RUNNER_PREFIX = "egg_plugins.platforms."
 
 
 def cache_dir(environ: Mapping[str, str]) -> str:
@@ -154,11 +153,23 @@ def _load_private(path: str) -> Any:
 
 
 def load(path: str) -> dict[str, Any] | None:
-    """The entry at ``path`` (see :func:`_load_private`), if egg's own platform code runs it."""
+    """The entry at ``path`` (see :func:`_load_private`), if it names its runner and the file
+    that runner was recorded from (:func:`runner_of` admits it)."""
     entry = _load_private(path)
-    if entry is None or not str(entry.get("runner", "")).startswith(RUNNER_PREFIX):
+    if entry is None or not isinstance(entry.get("runner"), str):
+        return None
+    if not isinstance(entry.get("runner_file"), str):
         return None
     return dict(entry)
+
+
+def runner_of(entry: Mapping[str, Any]) -> Any:
+    """The function that runs ``entry``: the one its platform named when the launch was
+    prepared, from the file it was loaded from then (whose contents are one of the entry's
+    facts); None when the name now leads elsewhere."""
+    from egg_core.facts import code_at
+
+    return code_at(entry["runner"], entry["runner_file"])
 
 
 def _write(directory: str, name: str, data: dict[str, Any]) -> None:
@@ -259,6 +270,8 @@ def lookup(args: list[str], environ: Mapping[str, str]) -> dict[str, Any] | None
                 why = f"changed since it was cached: {_kind_name(fact[0])} {fact[1]}"
             elif live_sessions_need_recovery(environ):
                 why = "a crashed session needs recovery"
+            elif runner_of(entry) is None:
+                why = f"its runner {entry['runner']} is not the code it was cached with"
     except Exception as exc:
         why = f"{type(exc).__name__}: {exc}"
     if setting == "debug":
@@ -281,10 +294,9 @@ def try_run(args: list[str], environ: Mapping[str, str]) -> int | None:
     entry = lookup(args, environ)
     if entry is None:
         return None
-    from egg_core.facts import module
-
-    module_name, _, function = str(entry["runner"]).partition(":")
-    runner = getattr(module(module_name), function)
+    runner = runner_of(entry)
+    if runner is None:  # (its file changed since lookup admitted it)
+        return None
     env = {name: environ[name] for name in entry["env_copy"] if name in environ}
     env.update(entry["env_set"])
     from egg_core import rundirs, windows

@@ -26,9 +26,6 @@ if TYPE_CHECKING:
 
     Fact = tuple[Any, ...]
 
-#: the modules a platform's checker may live in
-CHECKER_PREFIXES = ("egg_core.", "egg_plugins.")
-
 
 def sha256_hex(data: bytes) -> str:
     import sys
@@ -158,13 +155,42 @@ def stale_fact(facts: Iterable[Fact]) -> Fact | None:
 
 
 def _check_custom(subject: Any) -> Any:
-    """Re-run a platform's own observation (``egg_core.observe.custom``): the checker is a
-    ``module:function`` of egg's own."""
-    checker, args = subject
-    module_name, _, function = str(checker).partition(":")
-    if not module_name.startswith(CHECKER_PREFIXES):
-        return object()  # never equal: not a checker egg would have recorded
-    return getattr(module(module_name), function)(*args)
+    """Re-run a platform's own observation (``egg_core.observe.custom``): the checker, from the
+    file it was recorded from (that file's contents are a fact checked before this one)."""
+    if not isinstance(subject, tuple) or len(subject) != 3:
+        return object()  # never equal: not a fact this version records
+    checker, args, origin = subject
+    found = code_at(checker, origin)
+    if found is None:
+        return object()
+    return found(*args)
+
+
+def origin_of(spec: str) -> str | None:
+    """The file the module of ``spec`` (``module:function``) was loaded from, importing it if
+    need be; None when ``spec`` names no function of a module loaded from a file."""
+    module_name, colon, function = spec.partition(":")
+    if not colon or not module_name or not function:
+        return None
+    try:
+        loaded = module(module_name)
+    except Exception:
+        return None
+    origin = getattr(loaded, "__file__", None)
+    if not isinstance(origin, str) or not callable(getattr(loaded, function, None)):
+        return None
+    return origin
+
+
+def code_at(spec: str, origin: str) -> Any:
+    """The function ``spec`` names, if its module is the file ``origin`` the cache recorded;
+    None otherwise. This, not the module's name, is what admits code to a cached launch: a hit
+    runs the code that prepared it (its contents are among the entry's facts) whichever
+    plugin it belongs to, and nothing else."""
+    if not isinstance(spec, str) or not isinstance(origin, str) or origin_of(spec) != origin:
+        return None
+    module_name, _, function = spec.partition(":")
+    return getattr(module(module_name), function)
 
 
 def module(name: str) -> Any:

@@ -15,9 +15,10 @@ path of an ``egg exec``), records the *fact* the answer came from, in the cache'
 - ``("l", path, listing)``: a directory's entries (:func:`listdir`, :func:`scandir`,
   :func:`glob_in`);
 - ``("s", path, seed)``: a placeholder path, missing or holding its seed (:func:`seed`);
-- ``("x", (checker, args), value)``: a platform's own kind of fact, re-checked by calling
-  ``checker(*args)`` — a ``module:function`` under ``egg_core.`` or ``egg_plugins.`` — and
-  comparing (:func:`custom`; the Linux platform's kernel socket table is one).
+- ``("x", (checker, args, origin), value)``: a platform's own kind of fact, re-checked by calling
+  ``checker(*args)`` — a ``module:function`` of any plugin, from the file ``origin`` it was
+  loaded from, whose contents are a fact of their own recorded just before — and comparing
+  (:func:`custom`; the ssh agents' sockets are one).
 
 Environment reads go through :class:`RecordingEnviron`, so the cache keys on the variables that
 were read (their values), not on the whole environment.
@@ -346,9 +347,11 @@ def seed(path: str, seed_text: str) -> None:
 
 def custom(checker: str, args: tuple[Any, ...], value: Any) -> None:
     """A fact only its platform knows how to check: ``checker(*args)`` returned ``value``."""
-    if not checker.startswith(checks.CHECKER_PREFIXES) or ":" not in checker:
-        raise ValueError(f"a fact's checker must be module:function under egg: {checker!r}")
-    _record("x", (checker, args), value)
+    origin = checks.origin_of(checker)
+    if origin is None:
+        raise ValueError(f"a fact's checker must be module:function from a file: {checker!r}")
+    content(origin)  # first: the checker's own code is checked before it is run
+    _record("x", (checker, args, origin), value)
 
 
 # -- the environment ------------------------------------------------------------------------------

@@ -324,10 +324,10 @@ def launcher_paths(environ: Mapping[str, str]) -> list[str]:
     script = observe.which("egg", search) if search else None
     if script:
         found += [os.path.abspath(script), observe.realpath(script)]
-    for package in ("egg_core", "egg_plugins"):
-        spec = importlib.util.find_spec(package)
-        if spec is not None and spec.submodule_search_locations:
-            found += [observe.realpath(p) for p in spec.submodule_search_locations]
+    # egg's own package (its plugins' code, the built-ins' too, is egg_core.plugincode's)
+    spec = importlib.util.find_spec(__name__.partition(".")[0])
+    if spec is not None and spec.submodule_search_locations:
+        found += [observe.realpath(p) for p in spec.submodule_search_locations]
     unique = dict.fromkeys(os.path.normpath(p) for p in found)
     # drop entries inside another entry
     return [p for p in unique if not any(q != p and _under(p, q) for q in unique)]

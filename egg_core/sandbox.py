@@ -237,6 +237,10 @@ class Platform(abc.ABC):
     #: top of a read-only $HOME, and so wants them staged in a layer it binds over the home
     #: (:attr:`Launch.home_layer`; see egg_core.homefiles)
     stages_home_files: bool = False
+    #: True for a platform whose :meth:`diagnose` is worth reading where it is unavailable (its
+    #: checks say what is missing and how to fix it: ``egg doctor`` runs them then too); False
+    #: for one that is simply not for this host (a macOS platform on Linux)
+    diagnoses_when_unavailable: bool = False
 
     @abc.abstractmethod
     def available(self) -> Availability:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+
+from tests.helpers import write_dist
 
 
 def test_doctor_json_lists_every_platform(egg_cli):
@@ -77,3 +80,65 @@ def test_doctor_as_an_unprivileged_user_names_the_cgroup_limits(tmp_path):
     assert cgroups["note"] is True and cgroups["ok"] is True
     assert cgroups["detail"].startswith("cpu, memory, pids: not available to this user (uid 65534")
     assert "Delegate=memory pids" in cgroups["fix"] or "run egg as root" in cgroups["fix"]
+
+
+#: two unavailable third-party platforms: one whose checks explain what is missing here, one
+#: that is simply not for this host
+UNAVAILABLE = """
+from egg_core.api import Availability, Check, Platform, hookimpl
+
+
+class Unavailable(Platform):
+    def __init__(self, name, explains):
+        self.name = name
+        self.description = "a test platform, unavailable here"
+        self.diagnoses_when_unavailable = explains
+
+    def available(self):
+        return Availability(False, "not here")
+
+    def diagnose(self):
+        return [Check("what is missing", False, f"{self.name}: a part", "install the part")]
+
+    def command(self, launch):
+        return []
+
+    def prepare(self, launch):
+        raise NotImplementedError
+
+
+@hookimpl
+def egg_register_platforms(register):
+    register(Unavailable("explains", True))
+    register(Unavailable("elsewhere", False))
+"""
+
+
+def test_doctor_runs_an_unavailable_platforms_checks_when_it_says_they_explain(tmp_path):
+    """Which platforms' checks egg doctor runs where they cannot run is each platform's own
+    say (``diagnoses_when_unavailable``, linux-ns's), not a name the core knows."""
+    site = write_dist(
+        tmp_path / "site",
+        "egg-unavailable",
+        "1",
+        {"unavailable": "eggtest_unavailable"},
+        {"eggtest_unavailable": UNAVAILABLE},
+    )
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "EGG_HOME": str(tmp_path / ".egg"),
+        "PYTHONPATH": str(site),
+    }
+    result = subprocess.run(
+        [sys.executable, "-P", "-m", "egg_core.cli", "doctor", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    by_name = {p["name"]: p for p in json.loads(result.stdout)["platforms"]}
+
+    assert [c["name"] for c in by_name["explains"]["checks"]] == ["what is missing"]
+    assert by_name["elsewhere"]["checks"] == []
+    assert by_name["linux-ns"]["checks"]  # (available here: run either way)

@@ -4,11 +4,13 @@ that answer rests on (the exec cache's facts are exactly these)."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from egg_core import observe
+from egg_core.facts import code_at, origin_of, stale_fact
 
 
 @pytest.fixture
@@ -85,3 +87,71 @@ def test_environment_reads_are_recorded_by_name(monkeypatch) -> None:
     with observe.recording() as recorder:
         assert dict(environ) == {"A": "1", "B": "2"}
     assert recorder.env_listed and recorder.env_read == {"A": "1", "B": "2"}
+
+
+# -- a platform's own kind of fact: admitted by its checker's file, not its name ---------------
+
+
+@pytest.fixture
+def outside_checker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A checker in a module of no egg package (a third-party platform's), on sys.path; when
+    called it leaves a mark, so a test sees whether it ran."""
+    source = tmp_path / "modules" / "thirdparty_facts.py"
+    source.parent.mkdir()
+    source.write_text(
+        "import pathlib\n"
+        "def answer(mark):\n"
+        "    pathlib.Path(mark).write_text('ran')\n"
+        "    return 42\n"
+    )
+    monkeypatch.syspath_prepend(str(source.parent))
+    monkeypatch.delitem(sys.modules, "thirdparty_facts", raising=False)
+    return source
+
+
+def test_a_checker_of_any_plugin_is_recorded_with_its_file_and_re_checked(
+    outside_checker: Path, tmp_path: Path
+) -> None:
+    mark = tmp_path / "ran"
+    with observe.recording() as recorder:
+        observe.custom("thirdparty_facts:answer", (str(mark),), 42)
+    facts = recorder.facts()
+
+    assert [f[0] for f in facts] == ["c", "x"] and facts[0][1] == str(outside_checker)
+    assert facts[1][1] == ("thirdparty_facts:answer", (str(mark),), str(outside_checker))
+    assert stale_fact(facts) is None and mark.read_text() == "ran"
+
+
+def test_a_checker_whose_code_changed_is_stale_before_it_runs(
+    outside_checker: Path, tmp_path: Path
+) -> None:
+    mark = tmp_path / "ran"
+    with observe.recording() as recorder:
+        observe.custom("thirdparty_facts:answer", (str(mark),), 42)
+    outside_checker.write_text("def answer(mark):\n    raise SystemExit('planted code ran')\n")
+
+    stale = stale_fact(recorder.facts())
+
+    assert stale is not None and stale[0] == "c" and stale[1] == str(outside_checker)
+
+
+def test_a_checker_loaded_from_another_file_than_recorded_never_matches(
+    outside_checker: Path, tmp_path: Path
+) -> None:
+    mark = tmp_path / "ran"
+    elsewhere = str(tmp_path / "elsewhere.py")
+    fact = ("x", ("thirdparty_facts:answer", (str(mark),), elsewhere), 42)
+
+    assert stale_fact([fact]) == fact
+    assert not mark.exists()  # refused before it was called
+
+
+@pytest.mark.parametrize(
+    "spec", ["thirdparty_facts", "thirdparty_facts:", ":answer", "thirdparty_facts:missing"]
+)
+def test_a_checker_that_names_no_function_of_a_file_is_refused(
+    outside_checker: Path, spec: str
+) -> None:
+    with pytest.raises(ValueError, match="module:function from a file"):
+        observe.custom(spec, (), None)
+    assert origin_of(spec) is None and code_at(spec, str(outside_checker)) is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -328,14 +329,53 @@ def test_corrupt_entry_point_cache_is_ignored(egg_home, egg_cli):
     assert names >= BUILTINS
 
 
-def test_core_never_imports_the_builtin_plugins():
+def _docstrings(tree: ast.AST) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = body[0] if body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def test_the_core_names_no_builtin_plugin(egg_plugin_manager):
+    """The core grants nothing by name: it never imports the built-ins' package (anywhere in a
+    module, not only at its first mention), no string of its code names that package, and no
+    comparison picks out a built-in platform or agent by its name (a platform says what it
+    needs through its attributes, as a third party's would)."""
+    builtin_names = set(registry.platforms(egg_plugin_manager)) | set(
+        registry.agents(egg_plugin_manager)
+    )
     core = Path(__file__).resolve().parents[1] / "egg_core"
-    offenders = [
-        str(p.relative_to(core))
-        for p in core.rglob("*.py")
-        if "egg_plugins" in p.read_text()
-        and "import" in p.read_text().split("egg_plugins")[0][-40:]
-    ]
+    offenders = []
+    for path in sorted(core.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        docstrings = _docstrings(tree)
+        where = str(path.relative_to(core))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                names = [node.value] if id(node) not in docstrings else []
+            else:
+                names = []
+            if any("egg_plugins" in name for name in names):
+                offenders.append(f"{where}:{node.lineno} names egg_plugins")
+            if isinstance(node, ast.Compare):
+                compared = [node.left, *node.comparators]
+                for operand in compared:
+                    values = (
+                        operand.elts
+                        if isinstance(operand, (ast.Tuple, ast.List, ast.Set))
+                        else [operand]
+                    )
+                    for value in values:
+                        if isinstance(value, ast.Constant) and value.value in builtin_names:
+                            offenders.append(f"{where}:{node.lineno} compares with {value.value!r}")
     assert offenders == []
 
 

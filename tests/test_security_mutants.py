@@ -107,6 +107,18 @@ MUTANTS: list[Mutant] = [
         ),
     ),
     Mutant(
+        "a cached launch runs whatever its runner's name now leads to, not the recorded file",
+        "egg_core/facts.py",
+        "or origin_of(spec) != origin:",
+        "or origin_of(spec) is None:",
+        (
+            "tests/test_exec_cache_runner.py::"
+            "test_an_entry_whose_runner_now_loads_from_another_file_is_a_miss",
+            "tests/test_observe.py::"
+            "test_a_checker_loaded_from_another_file_than_recorded_never_matches",
+        ),
+    ),
+    Mutant(
         "the session socket never compares the client's token",
         "egg_core/session/serving.py",
         "if first.type != p.AUTH or not hmac.compare_digest(first.payload, self.token):",

@@ -24,7 +24,7 @@ def collect(ctx: Context) -> dict[str, Any]:
     for name, registered in sorted(registry.platforms(ctx.pm).items()):
         platform = registered.obj
         ok, reason = platform.available()
-        checks = platform.diagnose() if ok or platform.name == "linux-ns" else []
+        checks = platform.diagnose() if ok or platform.diagnoses_when_unavailable else []
         for check in checks:
             if not check.ok or check.note:
                 for feature in check.blocks:

@@ -161,11 +161,18 @@ def remember(ctx: Context, plan: Any, prepared: Any, cwd: Path) -> None:
     recorder = observe.active()
     if recorder is None or environ.get(ec.CACHE_ENV) == "0":
         return
-    plugins = _plugin_modules(ctx)
+    from egg_core.facts import origin_of
+
+    # the code that decided: egg's core and every loaded plugin's package, whoever's it is
+    packages = {"egg_core"} | {name.split(".")[0] for name in _plugin_modules(ctx)}
     for name, module in list(sys.modules.items()):
-        ours = name.split(".")[0] in ("egg_core", "egg_plugins") or name in plugins
-        if ours and getattr(module, "__file__", None):
+        if name.split(".")[0] in packages and getattr(module, "__file__", None):
             observe.content(str(module.__file__))
+    # and the code that will run the launch from the cache: admitted by its file, not its name
+    runner_file = origin_of(str(prepared.recipe.get("runner", "")))
+    if runner_file is None:
+        return
+    observe.content(runner_file)
     env_copy = [n for n, v in prepared.env.items() if environ.get(n) == v]
     env_set = {n: v for n, v in prepared.env.items() if environ.get(n) != v}
     if not recorder.consistent:
@@ -178,6 +185,7 @@ def remember(ctx: Context, plan: Any, prepared: Any, cwd: Path) -> None:
         return
     entry = {
         **prepared.recipe,
+        "runner_file": runner_file,
         "git": plan.git_state,
         "settings": plan.settings_files(),
         "settings_keys": {path: list(keys) for path, keys in plan.settings_keys.items()},

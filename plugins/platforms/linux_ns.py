@@ -98,6 +98,7 @@ class LinuxNamespaces(Platform):
     capabilities = frozenset(caps.CAPABILITIES)
     #: a bind mount cannot be renamed over: the agent's home files go through a layer
     stages_home_files = True
+    diagnoses_when_unavailable = True  # a missing or broken bwrap is what egg doctor explains
 
     def bwrap_path(self) -> str | None:
         return host_which("bwrap")
