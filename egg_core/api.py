@@ -33,6 +33,7 @@ from egg_core.hookspecs import (
     RegisterTool,
     hookimpl,
 )
+from egg_core.netproxy import NetworkTransport, system_transport
 from egg_core.policy import DrilledHole, EffectivePolicy, FsEntry
 from egg_core.profiles import (
     AgentProfile,
@@ -67,6 +68,7 @@ __all__ = [
     "HistoryContext",
     "Launch",
     "LongLine",
+    "NetworkTransport",
     "Platform",
     "PlatformGrant",
     "PluginError",
@@ -87,4 +89,5 @@ __all__ = [
     "UnknownNameError",
     "UsageError",
     "hookimpl",
+    "system_transport",
 ]

@@ -211,9 +211,12 @@ def egg_network_transport() -> NetworkTransport | None:
     where a name resolves and how the allowed connection is made: a resolver of one's own, a
     corporate relay, or the test harness's loopback seam (:mod:`egg_core.testing.network`), which
     may also shorten how long a client has to send its request head (``head_timeout``).
-    ``firstresult``: the first non-None answer wins.
+    ``firstresult``: the first non-None answer wins. The system's resolver and connector are an
+    ordinary answer too, the built-in ``system-network`` plugin's, given ``trylast`` (so every
+    other plugin is asked first); a launch whose answer is not the system's is never cached.
 
-    :return: the resolver and connector to use, or None to decline (the system's are used).
+    :return: the resolver and connector to use (:class:`egg_core.api.NetworkTransport`), or
+        None to decline.
 
     .. versionadded:: 0.1.0
     """

@@ -17,7 +17,7 @@ from egg_core import observe, pathrules, registry
 from egg_core.config_files import ResolvedConfig, discover_config
 from egg_core.converters import to_tuple
 from egg_core.env import build_env
-from egg_core.errors import EggError
+from egg_core.errors import EggError, EnforcementError
 from egg_core.paths import egg_home, user_home
 from egg_core.plugins import EggPluginManager
 from egg_core.policy import (
@@ -419,10 +419,20 @@ def plan_launch(
         settings_keys=keys,
         settings_reasons=reasons,
         code_watch=watch,
-        network_transport=(
-            pm.hook.egg_network_transport() if policy.network_need == NEED_FILTERED else None
-        ),
+        network_transport=_network_transport(pm) if policy.network_need == NEED_FILTERED else None,
     )
+
+
+def _network_transport(pm: Any) -> Any:
+    """How the filtering proxy resolves and connects: the first plugin's answer; the built-in
+    system-network plugin answers last, with the system's."""
+    transport = pm.hook.egg_network_transport()
+    if transport is None:
+        raise EnforcementError(
+            "no plugin gives the filtering proxy a way to resolve names and connect (the "
+            "built-in system-network plugin is disabled: take it out of EGG_DISABLE_PLUGINS)"
+        )
+    return transport
 
 
 def _plugin_code(pm: Any, protected: Sequence[FsEntry]) -> list[FsEntry]:

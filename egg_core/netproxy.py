@@ -383,6 +383,15 @@ class NetworkTransport:
     #: seconds a client has to send its request head (None: :data:`HEAD_TIMEOUT`); the test
     #: harness shortens it so that a test need not wait the production deadline out
     head_timeout: float | None = None
+    #: the system's own resolver and connector (:func:`system_transport`), which a cached
+    #: launch's proxy child can make again by itself; a plugin's objects cannot be stored, so
+    #: a launch that uses them is never cached
+    system: bool = False
+
+
+def system_transport() -> NetworkTransport:
+    """The system's resolver and connector (the built-in ``egg_network_transport``'s answer)."""
+    return NetworkTransport(resolver=system_resolver, connector=_open_connection, system=True)
 
 
 def _split_host_port(text: str, default: int) -> tuple[str, int | None]:

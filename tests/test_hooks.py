@@ -144,12 +144,12 @@ def test_hook_egg_history_turns(egg_home: Path, tmp_path: Path) -> None:
 
 def test_hook_egg_network_transport(egg_home: Path, monkeypatch) -> None:
     monkeypatch.delenv("EGG_TEST_NETWORK", raising=False)
-    assert _pm(egg_home).hook.egg_network_transport() is None  # the system's are used
+    assert _pm(egg_home).hook.egg_network_transport().system  # the built-in default's
     monkeypatch.setenv("EGG_TEST_NETWORK", "api.example.com=93.184.216.34@127.0.0.1:9")
 
     found = _pm(egg_home).hook.egg_network_transport()
 
-    assert isinstance(found, NetworkTransport)
+    assert isinstance(found, NetworkTransport) and not found.system  # the seam, asked first
 
 
 # -- session lifecycle (no built-in implements these yet: a plugin of the test's does)

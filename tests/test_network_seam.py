@@ -16,13 +16,13 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_the_plugin_supplies_the_seam_only_when_the_variable_is_set(monkeypatch, egg_home):
     environ = {"EGG_HOME": str(egg_home)}
     monkeypatch.delenv("EGG_TEST_NETWORK", raising=False)
-    assert get_plugin_manager(environ=environ).hook.egg_network_transport() is None
+    assert get_plugin_manager(environ=environ).hook.egg_network_transport().system
     monkeypatch.setenv("EGG_TEST_NETWORK", "api.example.com=93.184.216.34@127.0.0.1:9")
     found = get_plugin_manager(environ=environ).hook.egg_network_transport()
     assert isinstance(found, NetworkTransport)
     assert asyncio.run(found.resolver("API.example.com", 443)) == ["93.184.216.34"]
     disabled = get_plugin_manager(environ={**environ, "EGG_DISABLE_PLUGINS": "test-network"})
-    assert disabled.hook.egg_network_transport() is None
+    assert disabled.hook.egg_network_transport().system  # the built-in default answers
 
 
 def test_targets_that_are_not_loopback_are_ignored():
@@ -60,3 +60,19 @@ def test_the_seam_can_shorten_the_proxys_head_deadline(monkeypatch, egg_home):
     monkeypatch.setenv("EGG_TEST_PROXY_HEAD_TIMEOUT", "1.5")
     found = get_plugin_manager(environ=environ).hook.egg_network_transport()
     assert found.head_timeout == 1.5
+
+
+def test_without_any_transport_a_filtered_launch_is_refused_in_one_line(cache_workspace):
+    """The system's transport is the built-in plugin's answer, not the core's fallback: with it
+    (and every other answer) disabled, a launch that needs the proxy is refused, saying why."""
+    from tests.test_exec_cache import egg_exec
+
+    work, env = cache_workspace
+    (work / "egg.yaml").write_text("network:\n  domains: [example.com]\n")
+    env = {**env, "EGG_DISABLE_PLUGINS": "system-network,test-network"}
+
+    result = egg_exec(work, env, "sh", "-c", "touch started")
+
+    assert result.returncode != 0 and not (work / "started").exists()
+    lines = [line for line in result.stderr.splitlines() if "exec cache" not in line]
+    assert len(lines) == 1 and "system-network" in lines[0], result.stderr

@@ -367,7 +367,8 @@ class LinuxNamespaces(Platform):
             )
             prepared.set_retry_check(lambda said: vanishing.any_vanished(masks, said))
         # a plugin's resolver and connector are objects the cache cannot store: not cached
-        cached_network = not sockets or launch.network_transport is None
+        transport = launch.network_transport
+        cached_network = not sockets or transport is None or transport.system
         if cached_network and not launch.tools_dir:
             self._offer_recipe(
                 launch,

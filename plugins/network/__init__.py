@@ -1,0 +1,1 @@
+"""Built-in network plugins: the proxy's transport when no other plugin gives one."""
