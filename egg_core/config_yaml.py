@@ -228,7 +228,7 @@ def decode(data: bytes, source: str) -> str:
 def compose(text: str, source: str) -> yaml.Node | None:
     """The YAML document's node tree (None for an empty document); a syntax error is a
     ConfigError naming the line. For egg.yaml and the other files egg reads the same way (tool
-    definitions: :mod:`egg_plugins.tools.yaml_tools`), with :class:`Reader`."""
+    definitions, through :mod:`egg_core.api.config`), with :class:`Reader`."""
     try:
         return yaml.compose(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as exc:

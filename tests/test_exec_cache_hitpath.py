@@ -47,6 +47,8 @@ PLAIN_HIT = {
     "egg_core.safeio",
     "egg_core.guardlog",  # what could not be restored, for egg doctor
     "egg_core.spawn",  # posix_spawn, signals, the exit code
+    "egg_core.api",  # the plugin API's package: its names load when first used (PEP 562)
+    "egg_core.api.fast",  # what a platform's runner may import (the standard library's alone)
     "egg_plugins",
     "egg_plugins.platforms",
     "egg_plugins.platforms.linux",

@@ -103,20 +103,84 @@ def test_hook_is_exercised_by_a_test(name, fn):
     )
 
 
+#: the surfaces a plugin may import egg from: the API and its sub-APIs, and for a plugin's own
+#: tests the testing helpers
+PLUGIN_SURFACES = ("egg_core.api", "egg_core.testing")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _egg_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every import of egg's in ``path``, wherever it is in the module (a
+    function's own imports too); ``from egg_core import x`` counts as ``egg_core.x``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "egg_core":
+                found += [(node.lineno, f"egg_core.{alias.name}") for alias in node.names]
+            else:
+                found.append((node.lineno, node.module))
+    return [(line, name) for line, name in found if name.split(".")[0] == "egg_core"]
+
+
+def test_the_builtin_and_example_plugins_import_only_the_api() -> None:
+    """The built-ins are ordinary plugins: what they need of egg comes through egg_core.api (and
+    its sub-APIs), as a third party's must, never from an internal module."""
+    files = [*(ROOT / "plugins").rglob("*.py"), *(ROOT / "examples").rglob("*.py")]
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line} imports {name}"
+        for path in sorted(files)
+        if "build" not in path.relative_to(ROOT).parts
+        for line, name in _egg_imports(path)
+        if not any(name == s or name.startswith(s + ".") for s in PLUGIN_SURFACES)
+    ]
+    assert offenders == []
+    assert _egg_imports(ROOT / "plugins/platforms/linux_ns.py")  # (the scan finds imports)
+
+
 def test_the_plugin_api_exports_what_it_lists() -> None:
-    """egg_core.api is the one import surface for plugin authors: every name it lists exists,
-    and the example third-party plugin imports only from it."""
-    from pathlib import Path
+    """Every name egg_core.api and its sub-APIs list exists, and egg_core.api's lazy table and
+    the imports type checkers read name the same things from the same modules."""
+    import importlib
 
     from egg_core import api
 
-    assert sorted(api.__all__) == sorted(set(api.__all__))
-    for name in api.__all__:
-        assert getattr(api, name) is not None, name
-    example = Path(__file__).parent.parent / "examples/egg-agent-example/egg_agent_example"
-    imports = [
-        line
-        for line in (example / "__init__.py").read_text().splitlines()
-        if line.startswith(("from egg_core", "import egg_core"))
-    ]
-    assert imports and all(line.startswith("from egg_core.api import") for line in imports)
+    for module in (api, *(importlib.import_module(f"egg_core.api.{n}") for n in SUBAPIS)):
+        assert sorted(module.__all__) == sorted(set(module.__all__)), module.__name__
+        for name in module.__all__:
+            assert getattr(module, name) is not None, f"{module.__name__}.{name}"
+    assert set(api.__all__) == set(api._EXPORTS)
+    checked: dict[str, str] = {}
+    for node in ast.walk(ast.parse((ROOT / "egg_core/api/__init__.py").read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module != "__future__":
+            for alias in node.names:
+                same = (alias.asname or alias.name) == alias.name
+                checked[alias.asname or alias.name] = node.module + (
+                    "" if same else f":{alias.name}"
+                )
+    assert checked == api._EXPORTS
+
+
+#: egg_core.api's sub-APIs
+SUBAPIS = ("config", "fast", "platform")
+
+
+def test_the_fast_api_imports_the_standard_library_alone() -> None:
+    """A platform's cached-launch runner imports egg_core.api.fast before the sandbox starts:
+    loading it (and the API's package) must not load attrs, pluggy, PyYAML or the policy."""
+    import subprocess
+    import sys
+
+    code = "import sys, egg_core.api.fast; print(' '.join(sorted(sys.modules)))"
+    loaded = set(
+        subprocess.run(
+            [sys.executable, "-I", "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+        ).stdout.split()
+    )
+    heavy = sorted(m for m in loaded if m.split(".")[0] in {"attr", "attrs", "pluggy", "yaml"})
+    assert not heavy and "egg_core.policy" not in loaded, heavy

@@ -67,10 +67,22 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from egg_core.history import HistoryContext, Transcript, Turn, cut, is_markup, is_uuid
-from egg_core.hookspecs import RegisterAgent, hookimpl
-from egg_core.profiles import AgentProfile, EnvDefault, Grant, PlatformGrant, Relocation
-from egg_core.transcripts import TranscriptReader
+from egg_core.api import (
+    AgentProfile,
+    EnvDefault,
+    Grant,
+    HistoryContext,
+    PlatformGrant,
+    RegisterAgent,
+    Relocation,
+    Transcript,
+    TranscriptReader,
+    Turn,
+    cut,
+    hookimpl,
+    is_markup,
+    is_uuid,
+)
 
 #: settings keys that make claude run something on the host, or run it without asking, on a
 #: later start outside egg (each name checked in the 2.1.332 binary): hooks and helper commands,

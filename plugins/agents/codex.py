@@ -57,17 +57,22 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from egg_core.history import (
+from egg_core.api import (
+    AgentProfile,
+    ArgvRequest,
+    Grant,
     HistoryContext,
+    PlatformGrant,
+    RegisterAgent,
+    Relocation,
     Transcript,
+    TranscriptReader,
     Turn,
     cut,
+    hookimpl,
     list_names,
     read_head,
 )
-from egg_core.hookspecs import RegisterAgent, hookimpl
-from egg_core.profiles import AgentProfile, ArgvRequest, Grant, PlatformGrant, Relocation
-from egg_core.transcripts import TranscriptReader
 
 #: config.toml keys that make Codex start a program on the host later (notify, MCP servers and
 #: their header helpers, hooks and their trust, plugins, provider auth commands, the JS REPL's

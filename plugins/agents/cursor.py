@@ -14,8 +14,7 @@ Sources checked (stored copies, 2026):
 
 from __future__ import annotations
 
-from egg_core.hookspecs import RegisterAgent, hookimpl
-from egg_core.profiles import AgentProfile, EnvDefault, Grant, PlatformGrant
+from egg_core.api import AgentProfile, EnvDefault, Grant, PlatformGrant, RegisterAgent, hookimpl
 
 _KEYCHAIN = "macOS Keychain access, where Cursor keeps its tokens"
 

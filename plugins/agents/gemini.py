@@ -87,19 +87,23 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from egg_core.history import (
+from egg_core.api import (
+    AgentProfile,
+    ArrayLine,
+    EnvDefault,
+    Grant,
     HistoryContext,
+    LongLine,
+    RegisterAgent,
     Transcript,
+    TranscriptReader,
     Turn,
     cut,
+    hookimpl,
     is_uuid,
     list_names,
     read_head,
 )
-from egg_core.hookspecs import RegisterAgent, hookimpl
-from egg_core.long_lines import ArrayLine
-from egg_core.profiles import AgentProfile, EnvDefault, Grant
-from egg_core.transcripts import LongLine, TranscriptReader
 
 #: settings.json keys that make Gemini start a program on the host later, or run tools without
 #: asking (the 0.61 settings schema, SETTINGS_SCHEMA in the bundle): hooks, MCP servers, the

@@ -8,8 +8,7 @@ namespace (a derived hole; OLLAMA_HOST pointing elsewhere replaces it).
 
 from __future__ import annotations
 
-from egg_core.hookspecs import RegisterAgent, hookimpl
-from egg_core.profiles import AgentProfile, EnvDefault, Grant, PortGrant
+from egg_core.api import AgentProfile, EnvDefault, Grant, PortGrant, RegisterAgent, hookimpl
 
 PROFILE = AgentProfile(
     name="ollama",

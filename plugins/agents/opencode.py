@@ -47,8 +47,7 @@ Sources checked (stored copies, 2026):
 
 from __future__ import annotations
 
-from egg_core.hookspecs import RegisterAgent, hookimpl
-from egg_core.profiles import AgentProfile, EnvDefault, Grant
+from egg_core.api import AgentProfile, EnvDefault, Grant, RegisterAgent, hookimpl
 
 #: config keys that start programs or load code on the host (1.18's Config schema): plugins, MCP
 #: servers, formatter and LSP commands, the shell its bash tool uses, providers (their SDK

@@ -7,8 +7,7 @@ added to the user's egg.yaml: what the config says is exactly what the command g
 
 from __future__ import annotations
 
-from egg_core.hookspecs import RegisterAgent, hookimpl
-from egg_core.profiles import AgentProfile
+from egg_core.api import AgentProfile, RegisterAgent, hookimpl
 
 PROFILE = AgentProfile(
     name="shell",

@@ -37,14 +37,28 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from egg_core import pathrules
-from egg_core import sandbox as caps
-from egg_core.errors import EggError, EnforcementError
-from egg_core.hookspecs import RegisterPlatform, hookimpl
-from egg_core.paths import host_which
-from egg_core.policy import NEED_FILTERED, NEED_FULL, NEED_NONE, EffectivePolicy
-from egg_core.sandbox import Availability, Check, Launch, Platform, Prepared
-from egg_core.spawn import SANDBOX_FAILED
+from egg_core.api import (
+    Availability,
+    Check,
+    EffectivePolicy,
+    EggError,
+    EnforcementError,
+    Launch,
+    Platform,
+    Prepared,
+    RegisterPlatform,
+    hookimpl,
+)
+from egg_core.api.fast import SANDBOX_FAILED
+from egg_core.api.platform import (
+    NEED_FILTERED,
+    NEED_FULL,
+    NEED_NONE,
+    host_which,
+    under,
+    writable_under,
+)
+from egg_core.api.platform import capabilities as caps
 
 from .linux import bindfds, cpubudget, fastrun, gate_filter, socketgate, vanishing
 from .linux import bwrap as bw
@@ -441,7 +455,7 @@ class LinuxNamespaces(Platform):
         (recorded through egg_core.observe as it was made), and the paths its command line names.
         Its cgroups are made afresh for every run (``group_spec``; see linux.cgrouprun): the
         cached command line starts after the ``joined`` words that join this run's own."""
-        from egg_core import observe
+        from egg_core.api.platform import observe
 
         from .linux import seccomp as sc
 
@@ -466,7 +480,7 @@ class LinuxNamespaces(Platform):
         # placeholder is its own kind of fact
         seeded = {path for path, _ in placeholders}
         for arg in argv:
-            fresh = (layer is not None and pathrules.under(arg, layer)) or pathrules.under(arg, net)
+            fresh = (layer is not None and under(arg, layer)) or under(arg, net)
             if arg.startswith("/") and arg not in seeded and not fresh:
                 observe.realpath(arg)
         backstop = cpu_exit_reason(policy)
@@ -526,7 +540,7 @@ class LinuxNamespaces(Platform):
         """The network part of the recipe: the cached launch's runner binds the proxy's sockets
         in a fresh ``net`` directory of its own and serves them under the same rules from a
         child process (:mod:`egg_plugins.platforms.linux.fastnet`)."""
-        from egg_core import observe
+        from egg_core.api.platform import observe
 
         assert prepared.recipe is not None
         policy = launch.policy
@@ -548,13 +562,13 @@ class LinuxNamespaces(Platform):
     def _start_network(
         self, launch: Launch, policy: EffectivePolicy, sockets: dict[int, str], prepared: Prepared
     ) -> Path:
-        from egg_core.netproxy import (
+        from egg_core.api.platform import (
             NO_PROXY_INSIDE,
             DecisionLog,
             FilteringProxy,
+            NetworkRules,
             ProxyThread,
         )
-        from egg_core.netrules import NetworkRules
 
         # in the run's own directory however deep $EGG_HOME is (the proxy binds through
         # /proc/self/fd when the path is too long for a socket): never in a shared /tmp
@@ -597,7 +611,7 @@ def named_sockets(policy: EffectivePolicy) -> tuple[list[str], list[str]]:
     to a host socket, a hard link of one, a host socket moved there from beside it), and egg
     finds the socket to grant by that name on the host."""
     ruled = ruled_paths(policy)
-    writable = pathrules.writable_under(ruled)
+    writable = writable_under(ruled)
     granted: list[str] = []
     unsafe: list[str] = []
     for real, mode in ruled:

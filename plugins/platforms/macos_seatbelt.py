@@ -77,11 +77,18 @@ import subprocess
 import sys
 from typing import Any
 
-from egg_core import sandbox as caps
-from egg_core.errors import EnforcementError
-from egg_core.hookspecs import RegisterPlatform, hookimpl
-from egg_core.policy import EffectivePolicy
-from egg_core.sandbox import Availability, Check, Launch, Platform, Prepared
+from egg_core.api import (
+    Availability,
+    Check,
+    EffectivePolicy,
+    EnforcementError,
+    Launch,
+    Platform,
+    Prepared,
+    RegisterPlatform,
+    hookimpl,
+)
+from egg_core.api.platform import capabilities as caps
 
 from .seatbelt import launch as host
 from .seatbelt.paths import host_resolve, lexical_resolve

@@ -11,14 +11,14 @@ session's metadata.
 
 from __future__ import annotations
 
-from egg_core.hookspecs import RegisterPlatform, hookimpl
-from egg_core.sandbox import NET_FULL, Availability, Launch, Platform, Prepared
+from egg_core.api import Availability, Launch, Platform, Prepared, RegisterPlatform, hookimpl
+from egg_core.api.platform import capabilities as caps
 
 
 class Unsandboxed(Platform):
     name = "unsandboxed"
     description = "no OS sandbox: an outer VM or container is the boundary"
-    capabilities = frozenset({NET_FULL})
+    capabilities = frozenset({caps.NET_FULL})
     outer_boundary = True
 
     def available(self) -> Availability:

@@ -26,11 +26,10 @@ from pathlib import Path
 
 import yaml
 
-from egg_core.config_yaml import Reader, compose, decode
-from egg_core.errors import ConfigError
-from egg_core.hookspecs import RegisterTool, hookimpl
-from egg_core.tools import DEFAULT_TIMEOUT, NAME, Tool, ToolParam
-from egg_core.units import parse_duration
+from egg_core.api import DEFAULT_TOOL_TIMEOUT as DEFAULT_TIMEOUT
+from egg_core.api import TOOL_NAME as NAME
+from egg_core.api import ConfigError, RegisterTool, Tool, ToolParam, hookimpl
+from egg_core.api.config import Reader, compose, decode, parse_duration
 
 TOOL_KEYS = ("name", "description", "run", "env", "timeout", "max_concurrent", "params")
 PARAM_KEYS = ("name", "description", "required")

@@ -29,12 +29,11 @@ from pathlib import Path
 
 import attrs
 
-from egg_core import observe
-from egg_core.errors import EnforcementError
-from egg_core.pathrules import MODE_RANK as _MODE_RANK
-from egg_core.pathrules import depth as _depth
-from egg_core.pathrules import under as _under
-from egg_core.policy import NEED_FULL, EffectivePolicy, FsEntry, sandbox_cache_dir
+from egg_core.api import EffectivePolicy, EnforcementError, FsEntry
+from egg_core.api.platform import MODE_RANK as _MODE_RANK
+from egg_core.api.platform import NEED_FULL, observe, sandbox_cache_dir
+from egg_core.api.platform import depth as _depth
+from egg_core.api.platform import under as _under
 
 from . import bindfds
 from .trust import (

@@ -16,8 +16,8 @@ from typing import Any
 
 import attrs
 
-from egg_core import rundirs
-from egg_core.errors import EnforcementError
+from egg_core.api import EnforcementError
+from egg_core.api.platform import process_alive
 
 from .cgrouprun import Running
 from .cgrouprun import start as start_group
@@ -111,7 +111,7 @@ def sweep() -> list[str]:
             continue
         for child in children:
             owner = child.name.removeprefix("egg-").split("-")[0]
-            if not owner.isdigit() or rundirs.alive(int(owner)):
+            if not owner.isdigit() or process_alive(int(owner)):
                 continue
             try:
                 if (child / "cgroup.procs").read_text().strip():

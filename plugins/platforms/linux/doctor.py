@@ -8,8 +8,8 @@ import platform
 import subprocess
 from pathlib import Path
 
-from egg_core.paths import host_which, untrusted_candidates
-from egg_core.sandbox import Check
+from egg_core.api import Check
+from egg_core.api.platform import host_which, untrusted_candidates
 
 from . import cgroups
 

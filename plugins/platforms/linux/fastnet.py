@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from egg_core import netchild
+from egg_core.api.fast import netchild
 
 from . import fastrun
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from egg_core.spawn import (
+from egg_core.api.fast import (
     SANDBOX_FAILED,
     report_exit,
     seal_descriptors,

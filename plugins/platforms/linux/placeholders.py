@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 
-from egg_core.seeds import DIRECTORY, holds_seed
+from egg_core.api.fast import DIRECTORY, holds_seed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -84,6 +84,6 @@ def _create(path: str, seed: str) -> None:
 
 
 def _lock_name(lock_dir: str, path: str) -> str:
-    from egg_core.facts import sha256_hex  # the C module on every Python (3.12 renamed it)
+    from egg_core.api.fast import sha256_hex  # the C module on every Python (3.12 renamed it)
 
     return os.path.join(lock_dir, sha256_hex(path.encode(errors="surrogateescape")))

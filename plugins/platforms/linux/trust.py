@@ -18,10 +18,10 @@ from collections.abc import Callable, Iterator, Sequence
 
 import attrs
 
-from egg_core import observe
-from egg_core.pathrules import governing_mode as _governing_mode
-from egg_core.policy import EffectivePolicy, FsEntry
-from egg_core.seeds import absent_or_seed
+from egg_core.api import EffectivePolicy, FsEntry
+from egg_core.api.fast import absent_or_seed
+from egg_core.api.platform import governing_mode as _governing_mode
+from egg_core.api.platform import observe
 
 #: the source of the entries pinned_entries adds
 PROTECTED_PIN = "egg: keeps a protected path in place"

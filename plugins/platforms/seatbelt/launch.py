@@ -17,9 +17,7 @@ from typing import Any
 
 import attrs
 
-from egg_core.errors import EnforcementError
-from egg_core.policy import EffectivePolicy
-from egg_core.sandbox import Prepared
+from egg_core.api import EffectivePolicy, EnforcementError, Prepared
 
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 #: seconds between the CPU limit's SIGXCPU and its SIGKILL, as linux-ns does
@@ -112,13 +110,13 @@ def start_proxy(
     Returns the port; ``prepared`` stops the proxy on cleanup. ``NO_PROXY`` names loopback
     (:data:`egg_core.netproxy.NO_PROXY_INSIDE`): the profile admits only the forwarded ports there.
     """
-    from egg_core.netproxy import (
+    from egg_core.api.platform import (
         NO_PROXY_INSIDE,
         DecisionLog,
         FilteringProxy,
+        NetworkRules,
         ProxyThread,
     )
-    from egg_core.netrules import NetworkRules
 
     rules = NetworkRules(domains=policy.domains, local_ports=policy.local_ports, mode=policy.mode)
     proxy = FilteringProxy(

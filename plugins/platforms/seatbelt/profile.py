@@ -28,14 +28,8 @@ from collections.abc import Iterable
 
 import attrs
 
-from egg_core.policy import (
-    NEED_FILTERED,
-    NEED_FULL,
-    NEED_LOCAL,
-    NEED_NONE,
-    EffectivePolicy,
-    FsEntry,
-)
+from egg_core.api import EffectivePolicy, FsEntry
+from egg_core.api.platform import NEED_FILTERED, NEED_FULL, NEED_LOCAL, NEED_NONE
 
 from .paths import Probe, Resolve, ancestors, host_probe, lexical_resolve, spellings
 from .sbpl import comment, prefix_regex, quote, rule

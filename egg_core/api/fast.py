@@ -1,0 +1,53 @@
+"""What a platform's cached-launch runner and fact checkers may use: the standard library's
+cheapest modules alone, because ``egg exec``'s cache hit imports them before the sandbox starts
+(a hit that imported attrs or the policy would pay tens of milliseconds for it; see
+:mod:`egg_core.execcache` and the test that pins a hit's imports).
+
+``netchild`` — the cached launch's proxy child (binds the proxy's sockets, starts and stops the
+child that serves them) — is loaded only when asked for: a plain hit has no network to filter.
+"""
+
+from __future__ import annotations
+
+from egg_core.facts import sha256_hex
+from egg_core.seeds import DIRECTORY, absent_or_seed, holds_seed
+from egg_core.spawn import (
+    SANDBOX_FAILED,
+    report_exit,
+    seal_descriptors,
+    setup_errors,
+    setup_pipe,
+    spawn_ignoring,
+    supervise,
+    wait_pid,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from egg_core import netchild
+
+__all__ = [
+    "DIRECTORY",
+    "SANDBOX_FAILED",
+    "absent_or_seed",
+    "holds_seed",
+    "netchild",
+    "report_exit",
+    "seal_descriptors",
+    "setup_errors",
+    "setup_pipe",
+    "sha256_hex",
+    "spawn_ignoring",
+    "supervise",
+    "wait_pid",
+]
+
+
+def __getattr__(name: str) -> object:
+    """``netchild``, imported the first time it is asked for."""
+    if name != "netchild":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import sys
+
+    __import__("egg_core.netchild")
+    return sys.modules["egg_core.netchild"]
