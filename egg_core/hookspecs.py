@@ -37,10 +37,10 @@ if TYPE_CHECKING:
     from egg_core.commands import Command, CommandRegistry
     from egg_core.config import EggConfig
     from egg_core.history import HistoryContext, Transcript, Turn
+    from egg_core.lifecycle import SessionInfo
     from egg_core.netproxy import NetworkTransport
     from egg_core.profiles import AgentProfile
     from egg_core.sandbox import Platform
-    from egg_core.session.info import SessionInfo
     from egg_core.tools import Tool
     from egg_core.transcripts import TranscriptReader
 

@@ -13,10 +13,10 @@ from egg_core.commands import Command, CommandRegistry
 from egg_core.config import EggConfig
 from egg_core.history import HistoryContext, Transcript
 from egg_core.hookspecs import hookimpl
+from egg_core.lifecycle import SessionInfo
 from egg_core.netproxy import NetworkTransport
 from egg_core.plugins import get_plugin_manager
 from egg_core.registry import agents
-from egg_core.session.info import SessionInfo
 from egg_core.transcripts import TranscriptReader
 from tests.history import samples
 

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         RegisterTool,
         hookimpl,
     )
+    from egg_core.lifecycle import SessionInfo
     from egg_core.long_lines import ArrayLine
     from egg_core.netproxy import (
         NetworkTransport,
@@ -80,7 +81,6 @@ if TYPE_CHECKING:
         Platform,
         Prepared,
     )
-    from egg_core.session.info import SessionInfo
     from egg_core.tools import (
         DEFAULT_TIMEOUT as DEFAULT_TOOL_TIMEOUT,
     )
@@ -127,7 +127,7 @@ _EXPORTS = {
     "RegisterPlatform": "egg_core.hookspecs",
     "RegisterTool": "egg_core.hookspecs",
     "Relocation": "egg_core.profiles",
-    "SessionInfo": "egg_core.session.info",
+    "SessionInfo": "egg_core.lifecycle",
     "TOOL_NAME": "egg_core.tools:NAME",
     "Tool": "egg_core.tools",
     "ToolParam": "egg_core.tools",

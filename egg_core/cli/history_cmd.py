@@ -1,5 +1,6 @@
 """``egg history [--all] [--json]`` and ``egg history show SESSION [--json]``: the conversations
-the sessions captured (see :mod:`egg_core.conversations`), listed and read without the agent.
+the sessions captured (see :mod:`egg_core.session.conversations`), listed and read without the
+agent.
 
 A transcript is what the agent wrote inside the sandbox: every field of it is printed through
 :func:`egg_core.sanitize.visible` (a turn keeps its lines and tabs), and ``--json`` is ASCII.
@@ -21,8 +22,8 @@ from egg_core.errors import UsageError
 from egg_core.sanitize import json_array, json_text, visible
 
 if TYPE_CHECKING:
-    from egg_core.conversations import ConversationRuns
     from egg_core.history import Turn
+    from egg_core.session.conversations import ConversationRuns
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -55,7 +56,8 @@ def _egg_home(ctx: Context) -> Any:
 
 def _list(ns: argparse.Namespace, ctx: Context) -> int:
     """One row per conversation (its resumes in it), then the notes, once, after the rows."""
-    from egg_core import conversations, registry
+    from egg_core import registry
+    from egg_core.session import conversations
 
     found = conversations.conversations(_egg_home(ctx), None if ns.all else os.getcwd())
     agents = registry.agents(ctx.pm)
@@ -99,7 +101,8 @@ def _title(ctx: Context, agents: Any, conversation: ConversationRuns) -> str | N
     """The conversation's title; one an older egg kept with the agent's markup in it (``<bash-
     input>``, Codex's ``# AGENTS.md instructions``) is read again from the capture, by the
     agent's plugin, as a capture is titled now."""
-    from egg_core import conversations, history
+    from egg_core import history
+    from egg_core.session import conversations
 
     title = conversation.title
     if title is None or not title.lstrip().startswith(("<", "# AGENTS.md")):
@@ -117,7 +120,7 @@ def _title(ctx: Context, agents: Any, conversation: ConversationRuns) -> str | N
 def _declined(ctx: Context, agents: Any, directory: str | None) -> list[str]:
     """For each agent whose plugin keeps no history and that ran here (in ``directory``, or
     anywhere): one note saying why."""
-    from egg_core import conversations
+    from egg_core.session import conversations
     from egg_core.session.store import list_sessions
 
     notes: dict[str, str] = {}
@@ -134,8 +137,9 @@ def _declined(ctx: Context, agents: Any, directory: str | None) -> list[str]:
 
 
 def _show(ident: str, ns: argparse.Namespace, ctx: Context) -> int:
-    from egg_core import conversations, history, registry
+    from egg_core import history, registry
     from egg_core.profiles import unknown_agent_profile
+    from egg_core.session import conversations
     from egg_core.transcripts import MAX_LINE
 
     conversation = conversations.find_conversation(_egg_home(ctx), ident)

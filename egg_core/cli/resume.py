@@ -1,5 +1,5 @@
 """``egg run AGENT --resume [SESSION]`` and new conversations' ids: what ``egg run`` asks of
-:mod:`egg_core.conversations` before it starts a session."""
+:mod:`egg_core.session.conversations` before it starts a session."""
 
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ def parse(args: list[str]) -> tuple[str | None, list[str]]:
 
 
 def find(ctx: Context, agent: str, cwd: Path, ident: str | None) -> Any:
-    from egg_core import conversations, registry
+    from egg_core import registry
+    from egg_core.session import conversations
 
     agents = registry.agents(ctx.pm)
     if agent not in agents:
@@ -36,8 +37,8 @@ def find(ctx: Context, agent: str, cwd: Path, ident: str | None) -> Any:
 
 
 def restore(ctx: Context, profile: Any, cwd: Path, conversation: Any) -> str:
-    from egg_core import conversations
     from egg_core.paths import user_home
+    from egg_core.session import conversations
 
     hctx = conversations.context(
         cwd=cwd,
@@ -54,7 +55,8 @@ def new_id(ctx: Context, agent: str | None, command: list[str], args: list[str])
     the capture knows which transcript is this session's; None when the user chose one."""
     import uuid
 
-    from egg_core import conversations, registry
+    from egg_core import registry
+    from egg_core.session import conversations
 
     if agent is None or command:
         return None
@@ -74,8 +76,8 @@ def hint(paths: Any) -> str | None:
     --resume ID`` at exit) would run it on the host, outside the sandbox, and egg's --resume
     takes egg's session id, not the agent's. None while the session runs (a detach) or when
     nothing was captured (a plain command, an agent whose history egg does not keep)."""
-    from egg_core import conversations
     from egg_core.sanitize import visible
+    from egg_core.session import conversations
     from egg_core.session.store import SessionRecord, read_json
 
     meta = read_json(paths.meta)

@@ -385,7 +385,7 @@ class Daemon(SessionStartup, SessionServing):
     async def watch_history(self) -> None:
         """The conversation, copied while the session runs (in a thread: a 100 MiB transcript
         must not stall the relay), and only when it changed (a stat otherwise)."""
-        from egg_core.conversations import CAPTURE_INTERVAL
+        from egg_core.session.conversations import CAPTURE_INTERVAL
 
         if self.capturer is None:
             return

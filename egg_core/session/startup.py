@@ -61,8 +61,8 @@ class SessionStartup:
         """Resolve, snapshot, prepare and spawn. Raises EggError for anything a user can fix."""
         from egg_core import snapshot
         from egg_core.launch import plan_launch
+        from egg_core.lifecycle import SessionInfo
         from egg_core.plugins import get_plugin_manager
-        from egg_core.session.info import SessionInfo
 
         spec = self.spec
         self.pm = get_plugin_manager()
@@ -153,8 +153,8 @@ class SessionStartup:
     def history_capturer(self, plan: Any) -> Any:
         """The conversation capture of an agent session whose plugin keeps history; None for a
         plain command (``egg run -- CMD``) or an agent it declines."""
-        from egg_core import conversations
         from egg_core.paths import user_home
+        from egg_core.session import conversations
 
         spec = self.spec
         if not spec.agent or spec.command or not plan.known_agent:

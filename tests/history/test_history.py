@@ -138,7 +138,7 @@ def test_other_agents_render_nothing_and_decline_with_a_reason(pm):
     table = agents(pm)
     assert render(pm, "claude", b"") == []
     assert pm.hook.egg_history_render(agent=table["opencode"].obj, data=b"x") is None
-    from egg_core.conversations import declines
+    from egg_core.session.conversations import declines
 
     assert "SQLite" in (declines(table["opencode"].obj) or "")
     assert declines(table["claude"].obj) is None

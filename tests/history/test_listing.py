@@ -3,7 +3,7 @@ runs and when it was last used), a title an older egg kept with the agent's mark
 and the notes once, after the rows.
 
 Each run is made as the session daemon makes it: its session directory and meta, the agent's
-transcript where the agent writes it, and :class:`egg_core.conversations.Capturer` copying it."""
+transcript where the agent writes it, and :class:`egg_core.session.conversations.Capturer` copying it."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from egg_core import conversations, history
+from egg_core import history
 from egg_core.plugins import get_plugin_manager
 from egg_core.registry import agents
+from egg_core.session import conversations
 from egg_core.session.store import create_session, write_json
 from tests.history import samples
 from tests.history.shown import EGG

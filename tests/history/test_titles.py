@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from egg_core import conversations, history
+from egg_core import history
 from egg_core.history import Turn
 from egg_core.plugins import get_plugin_manager
 from egg_core.registry import agents
+from egg_core.session import conversations
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -1,0 +1,99 @@
+"""The shape of the tree: egg_core's rooms (its top-level modules and packages) depend on each
+other in one direction only, so each can be read, tested and replaced from the bottom up.
+
+An import counts wherever it is — at the top, inside a function, under ``TYPE_CHECKING`` — since
+each is a dependency of the design even when it costs nothing at run time; a cycle is named with
+the import that closes it. Cycles inside one package (its own modules) are the package's affair.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CORE = ROOT / "egg_core"
+
+
+def room_of(module: str) -> str | None:
+    """The room of ``egg_core``'s a module belongs to (its first name below egg_core)."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "egg_core" and len(parts) > 1 else None
+
+
+def imports_of(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every import in ``path``, relative ones resolved; ``from egg_core import
+    x`` names ``egg_core.x``."""
+    dotted = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    package = dotted.removesuffix(".__init__") if path.name == "__init__.py" else dotted
+    package = package if path.name == "__init__.py" else package.rpartition(".")[0]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            if module == "egg_core":
+                found += [(node.lineno, f"egg_core.{alias.name}") for alias in node.names]
+            else:
+                found.append((node.lineno, module))
+    return found
+
+
+def room_graph() -> dict[str, dict[str, str]]:
+    """room -> {room it imports: where (file:line, the first such import)}."""
+    graph: dict[str, dict[str, str]] = {}
+    for path in sorted(CORE.rglob("*.py")):
+        dotted = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        source = room_of(dotted.removesuffix(".__init__"))
+        if source is None:
+            continue
+        for line, module in imports_of(path):
+            target = room_of(module)
+            if target is not None and target != source:
+                where = f"{path.relative_to(ROOT)}:{line}"
+                graph.setdefault(source, {}).setdefault(target, where)
+    return graph
+
+
+def cycle_in(graph: dict[str, dict[str, str]]) -> list[str] | None:
+    """One cycle of ``graph`` as its rooms in order (the first back to the start), or None."""
+    state: dict[str, str] = {}
+    path: list[str] = []
+
+    def visit(room: str) -> list[str] | None:
+        state[room] = "open"
+        path.append(room)
+        for target in sorted(graph.get(room, {})):
+            if state.get(target) == "open":
+                return [*path[path.index(target) :], target]
+            if target not in state and (found := visit(target)) is not None:
+                return found
+        state[room] = "done"
+        path.pop()
+        return None
+
+    for room in sorted(graph):
+        if room not in state and (found := visit(room)) is not None:
+            return found
+    return None
+
+
+def test_the_core_s_rooms_import_each_other_in_one_direction() -> None:
+    graph = room_graph()
+    cycle = cycle_in(graph)
+    where = [graph[a][b] for a, b in itertools.pairwise(cycle)] if cycle else []
+    assert cycle is None, f"an import cycle: {' -> '.join(cycle or [])} ({', '.join(where)})"
+    assert graph["cli"] and graph["session"]  # (the scan sees imports)
+
+
+def test_a_cycle_is_found_and_named() -> None:
+    """The finder itself: a cycle closed by a function's own import is one."""
+    graph = {"a": {"b": "a.py:1"}, "b": {"c": "b.py:2"}, "c": {"a": "c.py:9"}, "d": {"a": "d.py:1"}}
+    assert cycle_in(graph) == ["a", "b", "c", "a"]
+    assert cycle_in({"a": {"b": "x"}, "b": {}}) is None
