@@ -17,19 +17,19 @@ What a sandboxed process gets (every claim has a test in tests/linux that attemp
   the host cannot enforce is an EnforcementError;
 - network: ``*`` shares the host network; anything else gets its own empty network namespace, and
   allowed domains / forwarded local ports are reached only through the host-side proxy
-  (:mod:`egg_core.netproxy`) bridged in over Unix sockets.
+  (:mod:`egg_core.netproxy`) bridged in over Unix sockets (:mod:`.linux.network`).
 The environment is passed as bwrap's own environment, never with ``--setenv`` (which would put
 secrets on a command line that ``/proc`` shows).
 
 Why one module of this size: it is the platform's one object, wiring the pieces under
-``linux/`` (bwrap, seccomp, cgroups, the bridge, placeholders) into a launch and its recipe.
+``linux/`` (bwrap, seccomp, cgroups, the network, the socket gate, placeholders) into a launch
+and its recipe; each piece's own work lives in its module there.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import shutil
 import signal
 import stat
 import sys
@@ -51,7 +51,6 @@ from egg_core.api import (
 )
 from egg_core.api.fast import SANDBOX_FAILED
 from egg_core.api.platform import (
-    NEED_FILTERED,
     NEED_FULL,
     NEED_NONE,
     host_which,
@@ -60,7 +59,7 @@ from egg_core.api.platform import (
 )
 from egg_core.api.platform import capabilities as caps
 
-from .linux import bindfds, cpubudget, fastrun, gate_filter, socketgate, vanishing
+from .linux import bindfds, cpubudget, fastrun, gate_filter, network, socketgate, vanishing
 from .linux import bwrap as bw
 from .linux.placeholders import Held
 from .linux.placeholders import plant as plant_placeholders
@@ -68,7 +67,6 @@ from .linux.placeholders import remove as remove_placeholders
 from .linux.status import StatusReader
 from .linux.trust import one_look, ruled_paths
 
-PROXY_PORT = 3128
 AS_FLOOR = 4 << 30
 #: seconds of CPU between RLIMIT_CPU's SIGXCPU (soft) and its SIGKILL (hard)
 CPU_GRACE = 5
@@ -76,8 +74,6 @@ CPU_GRACE = 5
 BACKSTOP_MARGIN = 1
 #: the exit code of a command killed for CPU time: 128 + SIGXCPU, by RLIMIT_CPU or the budget
 CPU_EXIT = cpubudget.EXIT_CODE
-BRIDGE = Path(bw.__file__).with_name("bridge.py")
-PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 
 
 #: where the spawner puts the real stderr for the command (bwrap's own is a pipe); a single
@@ -96,14 +92,6 @@ STDERR_SHIM = (
 def lock_dir(egg_home: Path) -> Path:
     """Where runs hold their locks on shared placeholders (hidden from every sandbox)."""
     return egg_home / "run" / "locks"
-
-
-def proxy_port(local_ports: tuple[int, ...]) -> int:
-    """The in-namespace proxy port: 3128 unless a forwarded local port already takes it."""
-    port = PROXY_PORT
-    while port in local_ports:
-        port += 1
-    return port
 
 
 class LinuxNamespaces(Platform):
@@ -184,33 +172,13 @@ class LinuxNamespaces(Platform):
 
     # -- building the command
 
-    def _network_plan(self, policy: EffectivePolicy) -> tuple[list[str], dict[int, str]]:
-        """(bridge --listen options, {port: socket name}) for a policy with a network namespace."""
-        if policy.network_need in (NEED_NONE, NEED_FULL):
-            return [], {}
-        listens: list[str] = []
-        sockets: dict[int, str] = {}
-        if policy.network_need == NEED_FILTERED or policy.mode == "observe":
-            port = proxy_port(policy.local_ports)
-            sockets[port] = "proxy.sock"
-        for local in policy.local_ports:
-            sockets[local] = f"port-{local}.sock"
-        for port, name in sockets.items():
-            listens += ["--listen", f"{port}={bw.NET_DIR_INSIDE}/{name}"]
-        return listens, sockets
-
     def _argv(self, launch: Launch, listens: list[str]) -> list[str]:
         # bwrap's monitor is spawned with SIGINT/SIGQUIT ignored so that Ctrl-C reaches only the
         # command; ``env --default-signal`` gives the command back the default dispositions.
         # bwrap's own stderr is a pipe egg reads (its reason when set-up fails); the command
         # gets the real one back from COMMAND_STDERR_FD, where the spawner put it.
         argv = [*STDERR_SHIM, "env", "--default-signal=INT,QUIT", "--", *launch.argv]
-        if not listens:
-            return argv
-        # The bridge is copied next to the sockets (prepare) and runs with the interpreter's real
-        # path: egg may be installed where the sandbox cannot see it (a checkout under /tmp).
-        python = os.path.realpath(sys.executable)
-        return [python, "-I", "-S", f"{bw.NET_DIR_INSIDE}/bridge.py", *listens, "--", *argv]
+        return network.bridged(listens, argv) if listens else argv
 
     def _prefix(self, policy: EffectivePolicy) -> list[str]:
         limits = []
@@ -255,7 +223,7 @@ class LinuxNamespaces(Platform):
 
     def command(self, launch: Launch) -> list[str]:
         policy = launch.policy
-        listens, _ = self._network_plan(policy)
+        listens, _ = network.plan(policy)
         request = bw.BwrapRequest(
             argv=self._argv(launch, listens),
             empty_file=str(launch.egg_home / "run" / "empty"),
@@ -318,10 +286,10 @@ class LinuxNamespaces(Platform):
         prepared.add_spawn_hook(close_status_write)
         prepared.add_cleanup(close_status_write)
 
-        listens, sockets = self._network_plan(policy)
+        listens, sockets = network.plan(policy)
         net_dir = None
         if sockets:
-            net_dir = self._start_network(launch, policy, sockets, prepared)
+            net_dir = network.start(launch, policy, sockets, prepared)
         request = bw.BwrapRequest(
             argv=self._argv(launch, listens),
             empty_file=empty,
@@ -397,7 +365,7 @@ class LinuxNamespaces(Platform):
                 empty,
             )
             if net_dir is not None and prepared.recipe is not None:
-                self._offer_network(launch, prepared, net_dir, sockets)
+                network.offer(launch, prepared, net_dir, sockets)
         # Planted right before the spawn (bwrap binds each onto itself, so it must exist then),
         # not before: what egg exec caches must see the host without them.
         held: list[Held] = []
@@ -533,76 +501,6 @@ class LinuxNamespaces(Platform):
         prepared.preexec_fn = child
         prepared.add_spawn_hook(lambda: start_gate(gate))
         return gate
-
-    def _offer_network(
-        self, launch: Launch, prepared: Prepared, net_dir: Path, sockets: dict[int, str]
-    ) -> None:
-        """The network part of the recipe: the cached launch's runner binds the proxy's sockets
-        in a fresh ``net`` directory of its own and serves them under the same rules from a
-        child process (:mod:`egg_plugins.platforms.linux.fastnet`)."""
-        from egg_core.api.platform import observe
-
-        assert prepared.recipe is not None
-        policy = launch.policy
-        observe.content(str(BRIDGE))
-        prepared.recipe["runner"] = "egg_plugins.platforms.linux.fastnet:run"
-        prepared.recipe["network"] = {
-            "net_dir": str(net_dir),
-            "bridge": str(BRIDGE),
-            "ports": {port: name for port, name in sockets.items() if name != "proxy.sock"},
-            "rules": {
-                "domains": list(policy.domains),
-                "local_ports": list(policy.local_ports),
-                "mode": policy.mode,
-            },
-            # None: the launch directory's own, as the full path's (launch.work_dir)
-            "log": str(launch.network_log) if launch.network_log else None,
-        }
-
-    def _start_network(
-        self, launch: Launch, policy: EffectivePolicy, sockets: dict[int, str], prepared: Prepared
-    ) -> Path:
-        from egg_core.api.platform import (
-            NO_PROXY_INSIDE,
-            DecisionLog,
-            FilteringProxy,
-            NetworkRules,
-            ProxyThread,
-        )
-
-        # in the run's own directory however deep $EGG_HOME is (the proxy binds through
-        # /proc/self/fd when the path is too long for a socket): never in a shared /tmp
-        net_dir = launch.work_dir / "net"
-        net_dir.mkdir(mode=0o700, exist_ok=True)
-        shutil.copyfile(BRIDGE, net_dir / "bridge.py")
-        proxy_sock = None
-        port_sockets: dict[int, Path] = {}
-        for port, name in sockets.items():
-            if name == "proxy.sock":
-                proxy_sock = net_dir / name
-                inside = f"http://127.0.0.1:{port}"
-                for variable in PROXY_VARIABLES:
-                    prepared.env[variable] = inside
-                    prepared.env[variable.lower()] = inside
-                prepared.env["NO_PROXY"] = prepared.env["no_proxy"] = NO_PROXY_INSIDE
-            else:
-                port_sockets[port] = net_dir / name
-        log = DecisionLog(launch.network_log or launch.work_dir / "network.log")
-        rules = NetworkRules(
-            domains=policy.domains, local_ports=policy.local_ports, mode=policy.mode
-        )
-        transport = launch.network_transport
-        proxy = FilteringProxy(
-            rules,
-            log,
-            resolver=transport.resolver if transport else None,
-            connector=transport.connector if transport else None,
-            head_timeout=transport.head_timeout if transport else None,
-        )
-        thread = ProxyThread(proxy, proxy_sock or net_dir / "proxy.sock", port_sockets)
-        thread.start()
-        prepared.add_cleanup(thread.stop)
-        return net_dir
 
 
 def named_sockets(policy: EffectivePolicy) -> tuple[list[str], list[str]]:
