@@ -311,14 +311,14 @@ def _fs_part(
     """The traced refusals, judged against the policy the session's agent gets here now, and
     which of the rules --apply may write by itself (the scope of the session's project and its
     recorded agent)."""
-    from egg_core import registry, suggest_fs, suggest_scope
+    from egg_core import registry, suggest_fs, suggest_scope, suggest_trace
     from egg_core.launch import plan_launch
 
     refusals = []
     for trace in sources.traces:
         try:
             with open(trace, encoding="utf-8", errors="surrogateescape") as handle:
-                refusals += suggest_fs.read_trace(handle, str(cwd))
+                refusals += suggest_trace.read_trace(handle, str(cwd))
         except OSError as exc:
             raise UsageError(f"{trace}: cannot read the trace: {exc.strerror}") from None
     recorded = sources.meta.get("agent")
