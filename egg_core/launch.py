@@ -20,15 +20,10 @@ from egg_core.env import build_env
 from egg_core.errors import EggError, EnforcementError
 from egg_core.paths import egg_home, user_home
 from egg_core.plugins import EggPluginManager
-from egg_core.policy import (
-    NEED_FILTERED,
-    EffectivePolicy,
-    FsEntry,
-    launcher_paths,
-    protected_paths,
-    resolve_policy,
-)
+from egg_core.policy import NEED_FILTERED, EffectivePolicy, FsEntry
 from egg_core.profiles import AgentProfile, unknown_agent_profile
+from egg_core.protections import launcher_paths, protected_paths
+from egg_core.resolution import resolve_policy
 from egg_core.sandbox import Launch
 from egg_core.selection import Selection, select_platform
 

@@ -1,8 +1,9 @@
 """Where ssh agents listen on this host: the sockets a platform masks when ``~/.ssh`` is denied.
 
 An agent could reach an ssh agent without ``SSH_AUTH_SOCK`` by finding its socket where ssh agents
-usually put it, so the policy (:func:`egg_core.policy.observe_host`) collects every live one. The
-search goes through :mod:`egg_core.observe`: a socket appearing later changes egg exec's facts.
+usually put it, so egg's protections (:func:`egg_core.protections.observe_host`) collect every
+live one. The search goes through :mod:`egg_core.observe`: a socket appearing later changes egg
+exec's facts.
 """
 
 from __future__ import annotations

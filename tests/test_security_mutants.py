@@ -96,7 +96,7 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "a container engine's control socket is left unmasked (root on the host)",
-        "egg_core/policy.py",
+        "egg_core/protections.py",
         "control_sockets=[sock for sock in CONTROL_SOCKETS if observe.lexists(sock)],",
         "control_sockets=[],",
         (

@@ -233,8 +233,8 @@ class PlatformContract(_PluginContract):
     def _launch(self, tmp_path: Path, argv: list[str]) -> Launch:
         from egg_core.config import default_config
         from egg_core.env import build_env
-        from egg_core.policy import resolve_policy
         from egg_core.profiles import AgentProfile
+        from egg_core.resolution import resolve_policy
 
         home = tmp_path / "home"
         work = tmp_path / "work"

@@ -2,7 +2,7 @@
 
 Each case is resolved the way ``egg run`` resolves it (the built-in default config, an egg.yaml
 text, an agent profile) with a fixed macOS-looking home and project. The few facts
-:func:`~egg_core.policy.resolve_policy` reads from the host (container-engine sockets, ssh-agent
+:func:`~egg_core.resolution.resolve_policy` reads from the host (container-engine sockets, ssh-agent
 sockets found by glob) and the platform-dependent default cache dir are filtered out here, so a
 golden profile is the same on every machine; one case adds a fixed ssh-agent socket back in.
 """
@@ -17,7 +17,9 @@ import attrs
 from egg_core import gitguard
 from egg_core.config import default_config, merge_configs
 from egg_core.config_yaml import load_config_string
-from egg_core.policy import EffectivePolicy, FsEntry, protected_paths, resolve_policy
+from egg_core.policy import EffectivePolicy, FsEntry
+from egg_core.protections import protected_paths
+from egg_core.resolution import resolve_policy
 from egg_plugins.platforms.seatbelt.profile import ProfileRequest, build_profile
 
 HOME = Path("/Users/dev")

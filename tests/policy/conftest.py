@@ -9,8 +9,9 @@ import pytest
 
 from egg_core.config import EggConfig, default_config, merge_configs
 from egg_core.config_yaml import load_config_string
-from egg_core.policy import EffectivePolicy, resolve_policy
+from egg_core.policy import EffectivePolicy
 from egg_core.profiles import AgentProfile
+from egg_core.resolution import resolve_policy
 
 HOME = Path("/home/dev")
 CWD = Path("/home/dev/proj")

@@ -196,7 +196,7 @@ def test_skip_permissions_env_only_when_asked():
 
 
 def test_unknown_agent_gets_an_empty_profile():
-    from egg_core.policy import resolve_policy
+    from egg_core.resolution import resolve_policy
 
     policy = resolve_policy(
         config(), unknown_agent_profile("mystery"), home=HOME, cwd=CWD, environ={}
@@ -235,7 +235,7 @@ def test_a_wildcard_network_alone_keeps_filesystem_syscall_and_resource_isolatio
 
 def test_unsandboxed_config_requires_only_full_network():
     from egg_core.config import unsandboxed_config
-    from egg_core.policy import resolve_policy
+    from egg_core.resolution import resolve_policy
 
     policy = resolve_policy(unsandboxed_config(), profile("shell"), home=HOME, cwd=CWD, environ={})
     assert not policy.requires_sandbox
@@ -287,7 +287,7 @@ def test_opencode_config_dir_is_writable_and_guarded_when_set():
 def test_resolution_is_pure_given_the_host_facts():
     """What it needs from the host comes in as HostFacts (observe_host gathers them): the same
     arguments give the same policy, whatever exists on this machine."""
-    from egg_core.policy import HostFacts
+    from egg_core.protections import HostFacts
 
     facts = HostFacts(
         ssh_agent_sockets=["/nonexistent/agent.sock"], control_sockets=["/nonexistent/docker.sock"]

@@ -19,7 +19,9 @@ from egg_core.config import default_config, merge_configs
 from egg_core.config_files import discover_config
 from egg_core.config_yaml import load_config_string
 from egg_core.errors import EggError
-from egg_core.policy import EffectivePolicy, FsEntry, protected_paths, resolve_policy
+from egg_core.policy import EffectivePolicy, FsEntry
+from egg_core.protections import protected_paths
+from egg_core.resolution import resolve_policy
 from egg_core.suggest_apply import apply_entries
 from egg_core.suggest_scope import Scope, scope_of
 from tests.policy.conftest import profile
