@@ -82,7 +82,7 @@ def protections(layout: Layout, writable: Writable) -> list[FsEntry]:
     entries: list[FsEntry] = []
 
     def protect(path: str, why: str, seed: str | None) -> None:
-        if os.path.lexists(path):
+        if observe.lexists(path):
             entries.append(FsEntry("deny-write", path, f"{SOURCE}: {why}"))
         elif seed is not None:
             entries.append(FsEntry("deny-write", path, f"{SOURCE}: {why}", seed=seed))
@@ -106,7 +106,7 @@ def protections(layout: Layout, writable: Writable) -> list[FsEntry]:
             "" if wants_worktree_config else None,
         )
     for dotgit in layout.dotgits:
-        if os.path.isfile(dotgit) and not os.path.islink(dotgit) and writable(dotgit):
+        if observe.isfile(dotgit) and not observe.islink(dotgit) and writable(dotgit):
             protect(dotgit, "names the git directory the host's git uses here", None)
     return list(dict.fromkeys(entries))
 
@@ -148,9 +148,13 @@ def plan(policy: EffectivePolicy, ruled: list[tuple[str, str]]) -> GitGuard:
     starts += [
         e.path for e in policy.fs if e.mode in pathrules.WRITABLE_MODES and observe.isdir(e.path)
     ]
-    layout = find_layout(dict.fromkeys(starts))
+    # what the search itself looked at (every path its resolution passed through: a symlink on
+    # the way to a git directory, retargeted by the sandbox, is a new repository to audit)
+    with observe.recording() as searched:
+        layout = find_layout(dict.fromkeys(starts))
     entries = protections(layout, writable) + pointer_protections(layout, policy.home, writable)
     watch = watch_facts(layout)
+    watch += _search_facts(searched.facts(), watch, entries)
     state = {
         "starts": list(dict.fromkeys(starts)),
         "ruled": ruled,
@@ -162,6 +166,23 @@ def plan(policy: EffectivePolicy, ruled: list[tuple[str, str]]) -> GitGuard:
     # what the layout search looked at is this launch's business too (the exec cache's facts)
     observe.extend(watch)
     return GitGuard(tuple(dict.fromkeys(entries)), state)
+
+
+def _search_facts(searched: list[Fact], watch: list[Fact], entries: list[FsEntry]) -> list[Fact]:
+    """What the layout search looked at beyond :func:`watch_facts`' own list; a path the guard
+    seeds for the run is held to its seed (missing or the placeholder: the same layout), so the
+    check during a session does not take the placeholder for a change."""
+    covered = {subject for _, subject, _ in watch}
+    seeded = {e.path: e.seed for e in entries if e.seed is not None}
+    extra: list[Fact] = []
+    for kind, subject, value in searched:
+        if subject in covered:
+            continue
+        covered.add(subject)
+        extra.append(
+            ("s", subject, seeded[subject]) if subject in seeded else (kind, subject, value)
+        )
+    return extra
 
 
 def watch_facts(layout: Layout) -> list[Fact]:

@@ -5,7 +5,9 @@ naming one (``gitdir: …``) — reads that git directory's ``commondir`` to fin
 (config, hooks, objects) and, for ``git status``, descends into every gitlink of the index whose
 directory is populated. :func:`find_layout` does the same without running git (git would run the
 very configuration the guard does not trust yet), and records every path whose change could
-change the answer.
+change the answer. Every look at the host goes through :mod:`egg_core.observe`, so what the search
+rested on is also among the exec cache's facts for a launch it decided (after a run, with no
+recorder active, the same calls cost what ``os`` costs).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Iterable
 
 import attrs
 
-from egg_core import pathrules
+from egg_core import observe, pathrules
 from egg_core.gitindex import gitlinks
 from egg_core.safeio import read_text
 
@@ -57,7 +59,7 @@ def find_layout(starts: Iterable[str]) -> Layout:
         top = _enclosing_worktree(start, found.probed)
         if top is None:
             continue
-        if os.path.lexists(os.path.join(top, ".git")):
+        if observe.lexists(os.path.join(top, ".git")):
             found.repository(top, 0)
         else:
             found.bare(top)
@@ -84,7 +86,7 @@ def _enclosing_worktree(start: str, probed: list[str]) -> str | None:
     while True:
         candidate = os.path.join(current, ".git")
         probed.append(candidate)
-        if os.path.lexists(candidate):
+        if observe.lexists(candidate):
             return current
         markers = [os.path.join(current, name) for name in GIT_DIR_MARKERS]
         probed.extend(markers)
@@ -108,7 +110,7 @@ class _Walk:
 
     def bare(self, directory: str) -> None:
         """A bare repository (or a git directory git was started in): its own git directory."""
-        gitdir = os.path.realpath(directory)
+        gitdir = observe.realpath(directory)
         if gitdir in self.gitdirs:
             return
         if len(self.gitdirs) >= MAX_REPOSITORIES:
@@ -148,7 +150,7 @@ class _Walk:
             if not pathrules.under(sub, worktree) or sub == worktree:
                 continue  # an index entry with ".." in it: not a path git would follow
             self.probed.append(os.path.join(sub, ".git"))
-            if os.path.lexists(os.path.join(sub, ".git")):
+            if observe.lexists(os.path.join(sub, ".git")):
                 self.repository(sub, nesting + 1)
 
 
@@ -156,9 +158,9 @@ def is_git_directory(path: str) -> bool:
     """Whether git would take ``path`` itself for a git directory (more than git checks — HEAD's
     content — is not needed: taking one too many for a repository only audits it)."""
     return (
-        os.path.isfile(os.path.join(path, "HEAD"))
-        and os.path.isdir(os.path.join(path, "objects"))
-        and os.path.isdir(os.path.join(path, "refs"))
+        observe.isfile(os.path.join(path, "HEAD"))
+        and observe.isdir(os.path.join(path, "objects"))
+        and observe.isdir(os.path.join(path, "refs"))
     )
 
 
@@ -166,51 +168,52 @@ def resolve_dotgit(dotgit: str) -> str | None:
     """The git directory a ``.git`` entry stands for: itself (resolved) when it is a directory,
     the ``gitdir:`` it names when it is a file; None when it is neither."""
     try:
-        st = os.stat(dotgit)
+        st = observe.stat(dotgit)
     except OSError:
         return None
     if stat.S_ISDIR(st.st_mode):
-        return os.path.realpath(dotgit)
+        return observe.realpath(dotgit)
     if not stat.S_ISREG(st.st_mode):
         return None
     text = _read_pointer(dotgit)
     if text is None or not text.startswith("gitdir:"):
         return None
     target = os.path.join(os.path.dirname(dotgit), text[len("gitdir:") :].strip())
-    real = os.path.realpath(target)
-    return real if os.path.isdir(real) else None
+    real = observe.realpath(target)
+    return real if observe.isdir(real) else None
 
 
 def common_dir(gitdir: str) -> str:
     """Where a git directory's shared half lives: what its ``commondir`` says, else itself."""
     pointer = os.path.join(gitdir, "commondir")
-    text = _read_pointer(pointer) if os.path.isfile(pointer) else None
+    text = _read_pointer(pointer) if observe.isfile(pointer) else None
     if not text:
         return gitdir
-    real = os.path.realpath(os.path.join(gitdir, text.strip()))
-    return real if os.path.isdir(real) else gitdir
+    real = observe.realpath(os.path.join(gitdir, text.strip()))
+    return real if observe.isdir(real) else gitdir
 
 
 def _read_pointer(path: str) -> str | None:
+    observe.content(path)
     text = read_text(path, MAX_POINTER_BYTES, "surrogateescape")
     return None if text is None else text.strip("\r\n")
 
 
 def _subdirectories(path: str) -> list[str]:
     try:
-        with os.scandir(path) as entries:
-            return sorted(
-                os.path.realpath(entry.path)
-                for entry in entries
-                if entry.is_dir(follow_symlinks=False)
-            )
+        entries = observe.scandir(path)
     except OSError:
         return []
+    return sorted(
+        observe.realpath(entry.path) for entry in entries if entry.is_dir(follow_symlinks=False)
+    )
 
 
 def config_mentions(common: str, pattern: str) -> bool:
+    config = os.path.join(common, "config")
+    observe.content(config)
     try:
-        with open(os.path.join(common, "config"), "rb") as handle:
+        with open(config, "rb") as handle:
             text = handle.read(1 << 20).decode("utf-8", "replace")
     except OSError:
         return False

@@ -218,3 +218,28 @@ def test_identity_a_socket_rule_retargeted_is_a_miss(cache_workspace):
     (work / "ctl").unlink()
     (work / "ctl").symlink_to("two")
     assert miss(egg_exec(work, env, "true"), str(work / "ctl"))
+
+
+@pytest.mark.fact_check
+def test_identity_a_symlink_on_the_way_to_the_git_directory_retargeted_is_a_miss(
+    cache_workspace,
+):
+    """A ``.git`` file names its git directory through a symlink the host retargets to another
+    repository in the workspace: the git guard protected the first one's hooks and config, and
+    a cached launch must not run with that decision (the sandbox could then write the second's,
+    which the host's git runs). The layout search records every path it resolved through."""
+    work, env = cache_workspace
+    for name in ("a", "b"):
+        subprocess.run(["git", "init", "-q", "--bare", str(work / "gits" / name)], check=True)
+    (work / "link").symlink_to("gits/a")
+    (work / ".git").write_text("gitdir: link\n")
+    cached(work, env, "true")
+
+    (work / "link").unlink()
+    (work / "link").symlink_to("gits/b")
+    result = egg_exec(work, env, "sh", "-c", "echo planted > gits/b/hooks/post-commit; true")
+    again = egg_exec(work, env, "true")
+
+    assert miss(again, "what this path is: " + str(work / "link"))
+    assert result.returncode == 0
+    assert not (work / "gits" / "b" / "hooks" / "post-commit").exists()  # b's guarded now

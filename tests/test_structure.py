@@ -97,3 +97,76 @@ def test_a_cycle_is_found_and_named() -> None:
     graph = {"a": {"b": "a.py:1"}, "b": {"c": "b.py:2"}, "c": {"a": "c.py:9"}, "d": {"a": "d.py:1"}}
     assert cycle_in(graph) == ["a", "b", "c", "a"]
     assert cycle_in({"a": {"b": "x"}, "b": {}}) is None
+
+
+#: the modules whose looks at the host decide a launch (what the exec cache stores rests on
+#: them), and in each the functions that run after a run instead (an audit's, a fact builder's:
+#: nothing they see is part of a decision)
+DECISIONS = {
+    "egg_core/gitlayout.py": set(),
+    "egg_core/gitguard.py": {
+        "watch_facts",
+        "changed",
+        "audit",
+        "check",
+        "_source_facts",
+        "quarantine_hooks",
+    },
+    "egg_core/resolution.py": set(),
+    "egg_core/protections.py": set(),
+    "egg_core/policy.py": set(),
+    "egg_core/config_files.py": set(),
+    "egg_core/plugincode.py": set(),
+    "egg_core/gitpointers.py": set(),
+    "plugins/platforms/linux/trust.py": set(),
+}
+#: what ``os`` answers about the host (their egg_core.observe namesakes record it)
+LOOKS = {
+    "lexists",
+    "exists",
+    "isfile",
+    "isdir",
+    "islink",
+    "stat",
+    "lstat",
+    "realpath",
+    "listdir",
+    "scandir",
+    "access",
+    "readlink",
+    "samefile",
+    "getsize",
+    "getmtime",
+    "walk",
+}
+
+
+def direct_looks(path: Path, after_run: set[str]) -> list[str]:
+    """``os.X(...)``/``os.path.X(...)`` calls of :data:`LOOKS` in ``path``, by line, outside the
+    functions in ``after_run``."""
+    found = []
+
+    def visit(node: ast.AST, function: str | None) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = function
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) and function is None:
+                inner = child.name
+            call = child.func if isinstance(child, ast.Call) else None
+            looks = isinstance(call, ast.Attribute) and call.attr in LOOKS
+            if looks and ast.unparse(call.value) in ("os", "os.path") and function not in after_run:
+                found.append(f"{path.relative_to(ROOT)}:{child.lineno} {ast.unparse(call)}")
+            visit(child, inner)
+
+    visit(ast.parse(path.read_text()), None)
+    return found
+
+
+def test_decision_modules_look_at_the_host_only_through_observe() -> None:
+    """The exec cache is right only if every host observation a launch decision rests on is
+    recorded: in the modules that decide, every look goes through egg_core.observe."""
+    offenders = [
+        look for name, after in DECISIONS.items() for look in direct_looks(ROOT / name, after)
+    ]
+    assert offenders == []
+    # (the scan sees a direct look where there is one: the audit's own)
+    assert direct_looks(ROOT / "egg_core/gitguard.py", set())

@@ -7,6 +7,7 @@ does, ``git diff``, ``git commit``) and the marker must not appear.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -294,3 +295,30 @@ def test_a_session_neutralizes_a_new_nested_repository_while_it_still_runs(box: 
         assert_host_git_runs_nothing(box)
     finally:
         box.run("kill", session)
+
+
+def test_a_symlink_on_the_way_to_the_git_directory_retargeted_inside_is_audited(
+    box: Box,
+) -> None:
+    """The workspace's ``.git`` file names its git directory through a symlink in the
+    workspace: the gitfile is protected, the symlink is not (the sandbox may write there), so
+    the sandbox points it at a git directory of its own with a planted fsmonitor. The host's
+    git would take that one; the audit must see the new repository (the guard's watch holds
+    every path its search passed through) and make it safe."""
+    make_repo(box)
+    gits = box.mkdir(box.workspace / "gits")
+    (box.workspace / ".git").rename(gits / "real")
+    (box.workspace / "link").symlink_to("gits/real")
+    os.lchown(box.workspace / "link", box.identity.uid, box.identity.gid)
+    box.write(box.workspace / ".git", "gitdir: link\n")
+    assert host_git(box, "status", "--short").returncode == 0
+    attack = box.exec(
+        "sh",
+        "-c",
+        "set -e; cp -r gits/real gits/evil; "
+        f"git --git-dir=gits/evil config {MONITOR} '{evil(box)}'; ln -sfn gits/evil link",
+    )
+
+    assert attack.returncode == 0, attack.stderr
+    assert "git: dropped core.fsmonitor" in attack.stderr
+    assert_host_git_runs_nothing(box)
