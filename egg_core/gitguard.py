@@ -153,8 +153,9 @@ def plan(policy: EffectivePolicy, ruled: list[tuple[str, str]]) -> GitGuard:
     with observe.recording() as searched:
         layout = find_layout(dict.fromkeys(starts))
     entries = protections(layout, writable) + pointer_protections(layout, policy.home, writable)
+    seeded = {e.path: e.seed for e in entries if e.seed is not None}
     watch = watch_facts(layout)
-    watch += _search_facts(searched.facts(), watch, entries)
+    watch += _search_facts(searched.facts(), watch, seeded)
     state = {
         "starts": list(dict.fromkeys(starts)),
         "ruled": ruled,
@@ -162,18 +163,19 @@ def plan(policy: EffectivePolicy, ruled: list[tuple[str, str]]) -> GitGuard:
         "watch": watch,
         # repositories beyond the walk's bounds: neither protected nor audited
         "skipped": layout.skipped,
+        # the placeholders the run has where the search found nothing (see _search_facts)
+        "seeded": seeded,
     }
     # what the layout search looked at is this launch's business too (the exec cache's facts)
-    observe.extend(watch)
+    observe.extend(watch, searched.conflicts)
     return GitGuard(tuple(dict.fromkeys(entries)), state)
 
 
-def _search_facts(searched: list[Fact], watch: list[Fact], entries: list[FsEntry]) -> list[Fact]:
+def _search_facts(searched: list[Fact], watch: list[Fact], seeded: dict[str, str]) -> list[Fact]:
     """What the layout search looked at beyond :func:`watch_facts`' own list; a path the guard
     seeds for the run is held to its seed (missing or the placeholder: the same layout), so the
     check during a session does not take the placeholder for a change."""
     covered = {subject for _, subject, _ in watch}
-    seeded = {e.path: e.seed for e in entries if e.seed is not None}
     extra: list[Fact] = []
     for kind, subject, value in searched:
         if subject in covered:
@@ -248,7 +250,10 @@ def check(
         return Audit()
     writable = pathrules.writable_under(state.get("ruled", ()))
     known = set(state.get("known", ()))
-    layout = find_layout([*state.get("starts", ()), *extra])
+    # recorded as plan's search is: the same resolution, and every path it passed through
+    # stays in the watch after this audit too
+    with observe.recording() as searched:
+        layout = find_layout([*state.get("starts", ()), *extra])
     quarantine = Quarantine(egg_home, "git", writable)
     if git is None:
         from egg_core.paths import host_which
@@ -297,7 +302,8 @@ def check(
         )
         lines.append(unsafe[-1])
     if not unsafe:
-        state["watch"] = watch_facts(layout) + _source_facts(unguarded)
+        watch = watch_facts(layout) + _source_facts(unguarded)
+        state["watch"] = watch + _search_facts(searched.facts(), watch, state.get("seeded", {}))
         if extra:
             state["starts"] = [*state.get("starts", ()), *extra]
     return Audit(tuple(lines), tuple(unsafe))

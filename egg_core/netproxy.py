@@ -383,15 +383,23 @@ class NetworkTransport:
     #: seconds a client has to send its request head (None: :data:`HEAD_TIMEOUT`); the test
     #: harness shortens it so that a test need not wait the production deadline out
     head_timeout: float | None = None
-    #: the system's own resolver and connector (:func:`system_transport`), which a cached
-    #: launch's proxy child can make again by itself; a plugin's objects cannot be stored, so
-    #: a launch that uses them is never cached
-    system: bool = False
+
+    @property
+    def system(self) -> bool:
+        """Exactly the system's resolver and connector at the production deadline
+        (:func:`system_transport`): what a cached launch's proxy child makes again by itself. A
+        plugin's objects cannot be stored, so a launch that uses anything else is never cached;
+        this is what the objects are, not what a plugin says they are."""
+        return (
+            self.resolver is system_resolver
+            and self.connector is _open_connection
+            and self.head_timeout is None
+        )
 
 
 def system_transport() -> NetworkTransport:
     """The system's resolver and connector (the built-in ``egg_network_transport``'s answer)."""
-    return NetworkTransport(resolver=system_resolver, connector=_open_connection, system=True)
+    return NetworkTransport(resolver=system_resolver, connector=_open_connection)
 
 
 def _split_host_port(text: str, default: int) -> tuple[str, int | None]:

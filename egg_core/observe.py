@@ -39,7 +39,7 @@ import contextlib
 import fnmatch
 import os
 import stat as stat_module
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from egg_core import facts as checks
@@ -134,11 +134,13 @@ def _hashable(value: Any) -> Any:
     return value
 
 
-def extend(facts: list[Fact]) -> None:
+def extend(facts: list[Fact], conflicts: Iterable[Any] = ()) -> None:
     """Facts another part of egg observed itself, in these kinds (the git guard's watch list,
-    which its audit needs anyway)."""
+    which its audit needs anyway), and the ``conflicts`` of a recording of its own (a path that
+    changed while it looked: the decision cannot be cached)."""
     if _active is not None:
         _active.extend(facts)
+        _active.conflicts += [c for c in conflicts if c not in _active.conflicts]
 
 
 def _record(kind: str, subject: Any, value: Any) -> None:
@@ -197,7 +199,8 @@ def realpath(path: str) -> str:
 
 def _resolve(path: str) -> str:
     """``realpath`` by hand, every lstat recorded: the same answer as the standard one for an
-    absolute path (a missing component ends the walk, the rest is joined as given)."""
+    absolute path (a missing component is taken as it is, as the standard one does, and the walk
+    goes on: ``missing/../link`` still goes through the link)."""
     pending = [part for part in path.split("/") if part]
     current = "/"
     links = 0
@@ -212,7 +215,8 @@ def _resolve(path: str) -> str:
         try:
             st = lstat(candidate)
         except OSError:
-            return os.path.normpath(os.path.join(candidate, *pending))
+            current = candidate
+            continue
         if not stat_module.S_ISLNK(st.st_mode):
             current = candidate
             continue

@@ -74,3 +74,79 @@ def test_a_rendered_configuration_reads_back_the_same_through_git(tmp_path: Path
     path = tmp_path / "config"
     path.write_bytes(render_config(entries))
     assert read_config(str(path), "/usr/bin/git") == entries
+
+
+def _linked_repository(tmp_path: Path) -> tuple[Path, dict[str, object], Path]:
+    """A workspace whose ``.git`` file names its git directory through a symlink; the guard's
+    plan for it, and the symlink."""
+    from egg_core import gitguard
+    from egg_core.policy import EffectivePolicy, FsEntry
+    from egg_core.profiles import AgentProfile
+
+    work = tmp_path / "w"
+    work.mkdir()
+    git(tmp_path, "init", "-q", "--bare", str(work / "gits" / "real"))
+    (work / "link").symlink_to("gits/real")
+    (work / ".git").write_text("gitdir: link\n")
+    policy = EffectivePolicy(
+        agent="shell",
+        profile=AgentProfile(name="shell", description="a shell", binary="sh"),
+        home=str(tmp_path),
+        cwd=str(work),
+        fs=[FsEntry("rw", str(work), "test")],
+    )
+    guard = gitguard.plan(policy, [(str(work), "rw")])
+    return work, guard.state, work / "link"
+
+
+def test_the_guards_watch_holds_the_paths_its_search_went_through_after_an_audit_too(
+    tmp_path: Path,
+) -> None:
+    """The symlink on the way to the git directory is watched from the plan on, and still once
+    an audit (an index change is enough to bring one) has rewritten the watch: otherwise the
+    sandbox's second retarget, after any audit, would go unseen."""
+    from egg_core import gitguard
+
+    work, state, link = _linked_repository(tmp_path)
+    watched = lambda: [f for f in state["watch"] if f[1] == str(link)]  # noqa: E731
+    assert watched()
+    git(work, "--git-dir=gits/real", "config", "user.name", "someone")  # something to audit
+    assert gitguard.changed(state)
+    gitguard.check(state, tmp_path / "egg-home")
+    assert watched() and not gitguard.changed(state)
+
+    link.unlink()
+    link.symlink_to("gits/real")  # the same target, a new link: looked at again
+
+    assert gitguard.changed(state)
+
+
+def test_the_guards_placeholders_are_no_change_for_its_watch(tmp_path: Path) -> None:
+    """What the run plants where the search found nothing (an empty hooks directory, the
+    commondir seed) does not bring an audit by itself."""
+    from egg_core import gitguard
+    from egg_core import gitguard as guard
+
+    work = tmp_path / "w"
+    work.mkdir()
+    git(tmp_path, "init", "-q", "--bare", str(work / "gits" / "real"))
+    (work / "gits" / "real" / "config").unlink()  # looked at by the search, and seeded
+    (work / "link").symlink_to("gits/real")
+    (work / ".git").write_text("gitdir: link\n")
+    from egg_core.policy import EffectivePolicy, FsEntry
+    from egg_core.profiles import AgentProfile
+
+    policy = EffectivePolicy(
+        agent="shell",
+        profile=AgentProfile(name="shell", description="a shell", binary="sh"),
+        home=str(tmp_path),
+        cwd=str(work),
+        fs=[FsEntry("rw", str(work), "test")],
+    )
+    state = guard.plan(policy, [(str(work), "rw")]).state
+    gitdir = work / "gits" / "real"
+    (gitdir / "commondir").write_text(".\n")
+    (gitdir / "config").write_text("")
+    assert not gitguard.changed(state)
+    (gitdir / "config").write_text("[core]\n\tfsmonitor = x\n")  # not the placeholder
+    assert gitguard.changed(state)

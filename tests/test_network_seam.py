@@ -76,3 +76,18 @@ def test_without_any_transport_a_filtered_launch_is_refused_in_one_line(cache_wo
     assert result.returncode != 0 and not (work / "started").exists()
     lines = [line for line in result.stderr.splitlines() if "exec cache" not in line]
     assert len(lines) == 1 and "system-network" in lines[0], result.stderr
+
+
+def test_only_the_systems_own_objects_are_the_system_transport():
+    """Whether a launch's proxy may be made again by a cached launch is what its transport's
+    objects are, not a flag a plugin sets: anything else is never cached."""
+    import attrs
+
+    from egg_core.netproxy import system_transport
+
+    async def resolve(host: str, port: int) -> list[str]:
+        return ["127.0.0.1"]
+
+    assert system_transport().system
+    assert not attrs.evolve(system_transport(), head_timeout=1.0).system
+    assert not attrs.evolve(system_transport(), resolver=resolve).system

@@ -37,6 +37,7 @@ PATHS = [
     "dangling",
     "dangling/more",
     "missing/../real",
+    "missing/../abs/deep",  # on through a symlink after a missing component, as realpath goes
     "loop1",
     "abs/deep/missing/x",
     "",

@@ -163,15 +163,19 @@ def remember(ctx: Context, plan: Any, prepared: Any, cwd: Path) -> None:
         return
     from egg_core.facts import origin_of
 
-    # the code that decided: egg's core and every loaded plugin's package, whoever's it is
-    packages = {"egg_core"} | {name.split(".")[0] for name in _plugin_modules(ctx)}
+    # the code that will run the launch from the cache, admitted by its file, not its name:
+    # imported first, so that what it imports is among the code recorded below
+    runner = str(prepared.recipe.get("runner", ""))
+    runner_file = origin_of(runner)
+    if runner_file is None:
+        return
+    # the code that decided and runs: egg's core and every loaded plugin's package (and the
+    # runner's), whoever's it is
+    packages = {"egg_core", runner.split(".")[0]}
+    packages |= {name.split(".")[0] for name in _plugin_modules(ctx)}
     for name, module in list(sys.modules.items()):
         if name.split(".")[0] in packages and getattr(module, "__file__", None):
             observe.content(str(module.__file__))
-    # and the code that will run the launch from the cache: admitted by its file, not its name
-    runner_file = origin_of(str(prepared.recipe.get("runner", "")))
-    if runner_file is None:
-        return
     observe.content(runner_file)
     env_copy = [n for n, v in prepared.env.items() if environ.get(n) == v]
     env_set = {n: v for n, v in prepared.env.items() if environ.get(n) != v}
