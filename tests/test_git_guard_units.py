@@ -76,9 +76,12 @@ def test_a_rendered_configuration_reads_back_the_same_through_git(tmp_path: Path
     assert read_config(str(path), "/usr/bin/git") == entries
 
 
-def _linked_repository(tmp_path: Path) -> tuple[Path, dict[str, object], Path]:
-    """A workspace whose ``.git`` file names its git directory through a symlink; the guard's
-    plan for it, and the symlink."""
+def _linked_repository(
+    tmp_path: Path, with_config: bool = True
+) -> tuple[Path, dict[str, object], Path]:
+    """A workspace whose ``.git`` file names its git directory through a symlink (the git
+    directory's ``config`` left out unless ``with_config``); the guard's plan for it, and the
+    symlink."""
     from egg_core import gitguard
     from egg_core.policy import EffectivePolicy, FsEntry
     from egg_core.profiles import AgentProfile
@@ -86,6 +89,8 @@ def _linked_repository(tmp_path: Path) -> tuple[Path, dict[str, object], Path]:
     work = tmp_path / "w"
     work.mkdir()
     git(tmp_path, "init", "-q", "--bare", str(work / "gits" / "real"))
+    if not with_config:
+        (work / "gits" / "real" / "config").unlink()
     (work / "link").symlink_to("gits/real")
     (work / ".git").write_text("gitdir: link\n")
     policy = EffectivePolicy(
@@ -125,25 +130,9 @@ def test_the_guards_placeholders_are_no_change_for_its_watch(tmp_path: Path) -> 
     """What the run plants where the search found nothing (an empty hooks directory, the
     commondir seed) does not bring an audit by itself."""
     from egg_core import gitguard
-    from egg_core import gitguard as guard
 
-    work = tmp_path / "w"
-    work.mkdir()
-    git(tmp_path, "init", "-q", "--bare", str(work / "gits" / "real"))
-    (work / "gits" / "real" / "config").unlink()  # looked at by the search, and seeded
-    (work / "link").symlink_to("gits/real")
-    (work / ".git").write_text("gitdir: link\n")
-    from egg_core.policy import EffectivePolicy, FsEntry
-    from egg_core.profiles import AgentProfile
-
-    policy = EffectivePolicy(
-        agent="shell",
-        profile=AgentProfile(name="shell", description="a shell", binary="sh"),
-        home=str(tmp_path),
-        cwd=str(work),
-        fs=[FsEntry("rw", str(work), "test")],
-    )
-    state = guard.plan(policy, [(str(work), "rw")]).state
+    # the config missing: looked at by the search, and seeded
+    work, state, _ = _linked_repository(tmp_path, with_config=False)
     gitdir = work / "gits" / "real"
     (gitdir / "commondir").write_text(".\n")
     (gitdir / "config").write_text("")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from egg_core import hookspecs
+from tests.test_structure import imports_of
 
 HOOKS = [
     (name, fn) for name, fn in vars(hookspecs).items() if name.startswith("egg_") and callable(fn)
@@ -110,18 +111,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _egg_imports(path: Path) -> list[tuple[int, str]]:
-    """(line, module) of every import of egg's in ``path``, wherever it is in the module (a
-    function's own imports too); ``from egg_core import x`` counts as ``egg_core.x``."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            if node.module == "egg_core":
-                found += [(node.lineno, f"egg_core.{alias.name}") for alias in node.names]
-            else:
-                found.append((node.lineno, node.module))
-    return [(line, name) for line, name in found if name.split(".")[0] == "egg_core"]
+    """(line, module) of every import of egg's in ``path`` (see :func:`imports_of`)."""
+    return [(line, name) for line, name in imports_of(path) if name.split(".")[0] == "egg_core"]
 
 
 def test_the_builtin_and_example_plugins_import_only_the_api() -> None:
@@ -153,7 +144,7 @@ def test_the_plugin_api_exports_what_it_lists() -> None:
     assert set(api.__all__) == set(api._EXPORTS)
     checked: dict[str, str] = {}
     for node in ast.walk(ast.parse((ROOT / "egg_core/api/__init__.py").read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module != "__future__":
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("egg_core"):
             for alias in node.names:
                 same = (alias.asname or alias.name) == alias.name
                 checked[alias.asname or alias.name] = node.module + (

@@ -27,6 +27,9 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
+
     from egg_core.commands import Command, CommandRegistry
     from egg_core.errors import (
         ConfigError,
@@ -198,18 +201,24 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    """A name of the API, imported from its module the first time it is asked for."""
-    import sys
+def lazily(namespace: dict[str, Any], table: Mapping[str, str]) -> Callable[[str], object]:
+    """A module's ``__getattr__`` (PEP 562) that imports each name of ``table`` the first time
+    it is asked for, from ``module`` or ``module:attribute`` (a submodule is a name too), and
+    keeps it in ``namespace``. Here and in the sub-APIs: importing an API costs what it holds."""
 
-    where = _EXPORTS.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, _, attribute = where.partition(":")
-    __import__(module)
-    value = getattr(sys.modules[module], attribute or name)
-    globals()[name] = value
-    return value
+    def load(name: str) -> object:
+        where = table.get(name)
+        if where is None:
+            raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
+        module, _, attribute = where.partition(":")
+        value = getattr(__import__(module, fromlist=[attribute or name]), attribute or name)
+        namespace[name] = value
+        return value
+
+    return load
+
+
+__getattr__ = lazily(globals(), _EXPORTS)
 
 
 def __dir__() -> list[str]:

@@ -22,6 +22,8 @@ from egg_core.spawn import (
     wait_pid,
 )
 
+from . import lazily
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from egg_core import netchild
@@ -43,11 +45,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    """``netchild``, imported the first time it is asked for."""
-    if name != "netchild":
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import sys
-
-    __import__("egg_core.netchild")
-    return sys.modules["egg_core.netchild"]
+__getattr__ = lazily(globals(), {"netchild": "egg_core:netchild"})

@@ -23,6 +23,8 @@ from egg_core.paths import host_which, untrusted_candidates
 from egg_core.policy import NEED_FILTERED, NEED_FULL, NEED_LOCAL, NEED_NONE, sandbox_cache_dir
 from egg_core.rundirs import alive as process_alive
 
+from . import lazily
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from egg_core.netproxy import NO_PROXY_INSIDE, DecisionLog, FilteringProxy, ProxyThread
@@ -61,11 +63,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    import sys
-
-    module = _PROXY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    __import__(module)
-    return getattr(sys.modules[module], name)
+__getattr__ = lazily(globals(), _PROXY)

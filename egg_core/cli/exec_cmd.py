@@ -170,13 +170,12 @@ def remember(ctx: Context, plan: Any, prepared: Any, cwd: Path) -> None:
     if runner_file is None:
         return
     # the code that decided and runs: egg's core and every loaded plugin's package (and the
-    # runner's), whoever's it is
+    # runner's, its own file among them), whoever's it is
     packages = {"egg_core", runner.split(".")[0]}
     packages |= {name.split(".")[0] for name in _plugin_modules(ctx)}
     for name, module in list(sys.modules.items()):
         if name.split(".")[0] in packages and getattr(module, "__file__", None):
             observe.content(str(module.__file__))
-    observe.content(runner_file)
     env_copy = [n for n, v in prepared.env.items() if environ.get(n) == v]
     env_set = {n: v for n, v in prepared.env.items() if environ.get(n) != v}
     if not recorder.consistent:
