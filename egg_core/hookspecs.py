@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from egg_core.commands import Command, CommandRegistry
     from egg_core.config import EggConfig
     from egg_core.history import HistoryContext, Transcript, Turn
-    from egg_core.lifecycle import SessionInfo
+    from egg_core.lifecycle import RunningSession, SessionInfo
     from egg_core.netproxy import NetworkTransport
     from egg_core.profiles import AgentProfile
     from egg_core.sandbox import Platform
@@ -226,10 +226,18 @@ def egg_network_transport() -> NetworkTransport | None:
 
 
 @hookspec
-def egg_session_started(session: SessionInfo) -> None:
+def egg_session_started(session: SessionInfo, live: RunningSession) -> None:
     """Fires in the session daemon once the sandboxed command has started.
 
+    The built-in watchers start here (the conversation capture, the periodic git audit,
+    browser-open requests: ``egg_plugins.session``). A plugin keeps what it needs per session
+    (one daemon runs one session, but a plugin object may outlive it in tests).
+
     :param session: id, directory, agent, command and platform of the session.
+    :param live: what a plugin may act on while the session runs
+        (:class:`egg_core.api.RunningSession`): the agent's profile, its conversation's capture
+        context, the sandbox's shared directory, the host-side guards, notices to the attached
+        clients, the session's log and record.
     :return: nothing; the return value is ignored.
 
     .. versionadded:: 0.1.0
@@ -237,11 +245,38 @@ def egg_session_started(session: SessionInfo) -> None:
 
 
 @hookspec
-def egg_session_ended(session: SessionInfo, exit_code: int) -> None:
-    """Fires in the session daemon after the sandboxed command has exited.
+def egg_session_tick(session: SessionInfo, live: RunningSession) -> None:
+    """Fires in the session daemon about every quarter second while the sandboxed command runs
+    (from ``egg_session_started`` until the command has ended), so that a plugin can watch what
+    the sandbox does without a thread of its own.
+
+    Each plugin's implementation is called in a worker thread of its own, never twice at once:
+    a slow one (a 100 MiB transcript copied) delays only its own next tick, never the relay nor
+    another plugin's, and one that never returns holds only itself. Rate-limit inside (the
+    conversation capture looks every 5 s). An exception is one line in the session's log, said
+    once, and the next tick comes as usual.
+
+    :param session: the session (its command and pid change when the agent is started again).
+    :param live: as in :func:`egg_session_started`.
+    :return: nothing; the return value is ignored.
+
+    .. versionadded:: 0.1.0
+    """
+
+
+@hookspec
+def egg_session_ended(session: SessionInfo, exit_code: int, live: RunningSession) -> None:
+    """Fires in the session daemon after the sandboxed command has exited, once the ticks have
+    stopped (one may still be running in its thread: a plugin serializes its own work) and
+    before the session's end is recorded and told to the clients: the watchers' last look (the
+    final capture) lands in the record ``egg ls`` and ``egg history`` read.
+
+    Called in a worker thread, so a slow implementation keeps the relay responsive; egg's own
+    end (the settings restored, the final git audit) does not depend on any plugin.
 
     :param session: the session that ended.
     :param exit_code: the command's exit code (128+N when killed by signal N).
+    :param live: as in :func:`egg_session_started`.
     :return: nothing; the return value is ignored.
 
     .. versionadded:: 0.1.0

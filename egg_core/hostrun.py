@@ -131,6 +131,16 @@ class RunGuard:
         self._holders = 0
         self._stopped: list[int] = []
 
+    def needs_audit(self) -> bool:
+        """Whether the sandbox may have made something to audit: what a new repository would
+        change has changed since the plan, or an agent code directory no mount could hold
+        exists. A few ``stat`` calls (the session's git watcher asks every second)."""
+        from egg_core import gitguard
+
+        if self.git_state is not None and gitguard.changed(self.git_state):
+            return True
+        return any(map(os.path.lexists, self.code_watch))
+
     def audit(self, starts: Iterable[str] = ()) -> tuple[list[str], list[str]]:
         """Audit now: (every line, the lines saying what could not be made safe). Never
         raises: an audit that fails is itself unsafe."""

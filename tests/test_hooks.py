@@ -9,11 +9,13 @@ import time
 import uuid
 from pathlib import Path
 
+import attrs
+
 from egg_core.commands import Command, CommandRegistry
 from egg_core.config import EggConfig
 from egg_core.history import HistoryContext, Transcript
 from egg_core.hookspecs import hookimpl
-from egg_core.lifecycle import SessionInfo
+from egg_core.lifecycle import RunningSession, SessionInfo
 from egg_core.netproxy import NetworkTransport
 from egg_core.plugins import get_plugin_manager
 from egg_core.registry import agents
@@ -152,7 +154,8 @@ def test_hook_egg_network_transport(egg_home: Path, monkeypatch) -> None:
     assert isinstance(found, NetworkTransport) and not found.system  # the seam, asked first
 
 
-# -- session lifecycle (no built-in implements these yet: a plugin of the test's does)
+# -- session lifecycle: the built-in watchers (egg_plugins.session) answer, and a plugin of the
+# test's sees the same calls a third party's would
 
 
 class _SessionWatcher:
@@ -164,23 +167,93 @@ class _SessionWatcher:
         self.calls.append(("started", session.id, None))
 
     @hookimpl
+    def egg_session_tick(self, session: SessionInfo, live: RunningSession) -> None:
+        self.calls.append(("tick", session.id, None))
+
+    @hookimpl
     def egg_session_ended(self, session: SessionInfo, exit_code: int) -> None:
         self.calls.append(("ended", session.id, exit_code))
 
 
+class _Guards:
+    def __init__(self, needs: bool) -> None:
+        self.needs = needs
+        self.audits = 0
+
+    def needs_audit(self) -> bool:
+        return self.needs
+
+    def audit(self) -> None:
+        self.audits += 1
+
+
+class _Told:
+    """What a RunningSession's hooks told the daemon."""
+
+    def __init__(self) -> None:
+        self.notices: list[str] = []
+        self.lines: list[str] = []
+        self.records: list[dict[str, object]] = []
+
+    def record(self, **fields: object) -> None:
+        self.records.append(fields)
+
+
+def _live(pm, tmp_path: Path, told: _Told, guards: _Guards, history=None) -> RunningSession:
+    shared = tmp_path / "shared"
+    shared.mkdir(exist_ok=True)
+    return RunningSession(
+        pm=pm,
+        profile=agents(pm)["claude"].obj,
+        history=history,
+        shared_dir=shared,
+        guards=guards,
+        notify=told.notices.append,
+        log=told.lines.append,
+        record=told.record,
+    )
+
+
 def test_hook_egg_session_started(egg_home: Path, tmp_path: Path) -> None:
-    watcher = _SessionWatcher()
+    """The conversation capture starts here: a session with a history context is captured at
+    its end (the copy in the session directory, the agent's id in the record)."""
+    ctx, ident, _data = _claude_home(tmp_path)
+    watcher, told = _SessionWatcher(), _Told()
+    pm = _pm(egg_home, ("watcher", watcher))
+    live = _live(pm, tmp_path, told, _Guards(False), history=ctx)
+    session = attrs.evolve(_session(tmp_path), directory=ctx.session_dir)
 
-    _pm(egg_home, ("watcher", watcher)).hook.egg_session_started(session=_session(tmp_path))
+    pm.hook.egg_session_started(session=session, live=live)
+    pm.hook.egg_session_ended(session=session, exit_code=0, live=live)
 
-    assert watcher.calls == [("started", "abcd1234", None)]
+    assert watcher.calls == [("started", "abcd1234", None), ("ended", "abcd1234", 0)]
+    assert told.records == [{"agent_session_id": ident}]
+    assert list(ctx.session_dir.glob("chat.*"))
+
+
+def test_hook_egg_session_tick(egg_home: Path, tmp_path: Path) -> None:
+    """A tick: the browser-open watcher tells what the sandbox asked to open (sanitized by the
+    daemon's notify, not here), the git watcher audits when the guards say so."""
+    watcher, told, guards = _SessionWatcher(), _Told(), _Guards(True)
+    pm = _pm(egg_home, ("watcher", watcher))
+    live = _live(pm, tmp_path, told, guards)
+    (live.shared_dir / "browser-requests").write_text("https://login.example.test/x\n")
+
+    pm.hook.egg_session_tick(session=_session(tmp_path), live=live)
+
+    assert watcher.calls == [("tick", "abcd1234", None)]
+    assert told.notices == ["open in your browser: https://login.example.test/x"]
+    assert guards.audits == 1
+    pm.hook.egg_session_tick(session=_session(tmp_path), live=live)
+    assert told.notices == ["open in your browser: https://login.example.test/x"]  # read once
 
 
 def test_hook_egg_session_ended(egg_home: Path, tmp_path: Path) -> None:
-    watcher = _SessionWatcher()
+    watcher, told = _SessionWatcher(), _Told()
+    pm = _pm(egg_home, ("watcher", watcher))
 
-    _pm(egg_home, ("watcher", watcher)).hook.egg_session_ended(
-        session=_session(tmp_path), exit_code=3
+    pm.hook.egg_session_ended(
+        session=_session(tmp_path), exit_code=3, live=_live(pm, tmp_path, told, _Guards(False))
     )
 
     assert watcher.calls == [("ended", "abcd1234", 3)]

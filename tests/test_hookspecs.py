@@ -154,7 +154,7 @@ def test_the_plugin_api_exports_what_it_lists() -> None:
 
 
 #: egg_core.api's sub-APIs
-SUBAPIS = ("config", "fast", "platform")
+SUBAPIS = ("config", "fast", "platform", "session")
 
 
 def test_the_fast_api_imports_the_standard_library_alone() -> None:

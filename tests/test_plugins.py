@@ -30,6 +30,9 @@ BUILTINS = {
     "unsandboxed",
     "yaml-tools",
     "system-network",
+    "session-history",
+    "session-git-watch",
+    "session-browser-open",
 }
 
 

@@ -10,6 +10,7 @@ and from the sub-APIs beside it:
 - :mod:`egg_core.api.config` — reading YAML of one's own with egg's line-numbered errors;
 - :mod:`egg_core.api.platform` — what a sandbox platform builds on: the host observations the
   exec cache keys on (``observe``), path rules, the policy's network needs, the proxy;
+- :mod:`egg_core.api.session` — what a session watcher builds on (the conversation capture);
 - :mod:`egg_core.api.fast` — the standard-library-only part a platform's cached-launch runner
   and fact checkers may use (the exec cache's fast path imports nothing heavier).
 
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
         RegisterTool,
         hookimpl,
     )
-    from egg_core.lifecycle import SessionInfo
+    from egg_core.lifecycle import HostGuards, RunningSession, SessionInfo
     from egg_core.long_lines import ArrayLine
     from egg_core.netproxy import (
         NetworkTransport,
@@ -117,6 +118,7 @@ _EXPORTS = {
     "FsEntry": "egg_core.policy",
     "Grant": "egg_core.profiles",
     "HistoryContext": "egg_core.history",
+    "HostGuards": "egg_core.lifecycle",
     "Launch": "egg_core.sandbox",
     "LongLine": "egg_core.transcripts",
     "NetworkTransport": "egg_core.netproxy",
@@ -130,6 +132,7 @@ _EXPORTS = {
     "RegisterPlatform": "egg_core.hookspecs",
     "RegisterTool": "egg_core.hookspecs",
     "Relocation": "egg_core.profiles",
+    "RunningSession": "egg_core.lifecycle",
     "SessionInfo": "egg_core.lifecycle",
     "TOOL_NAME": "egg_core.tools:NAME",
     "Tool": "egg_core.tools",
@@ -169,6 +172,7 @@ __all__ = [
     "FsEntry",
     "Grant",
     "HistoryContext",
+    "HostGuards",
     "Launch",
     "LongLine",
     "NetworkTransport",
@@ -182,6 +186,7 @@ __all__ = [
     "RegisterPlatform",
     "RegisterTool",
     "Relocation",
+    "RunningSession",
     "SessionInfo",
     "Tool",
     "ToolParam",

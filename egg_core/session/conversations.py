@@ -22,9 +22,6 @@ from egg_core.history import HistoryContext, HistoryError, Transcript, Turn
 from egg_core.profiles import AgentProfile
 from egg_core.transcripts import TranscriptReader
 
-#: how often a running session looks at its transcript (a stat when it did not change)
-CAPTURE_INTERVAL = 5.0
-
 
 def declines(profile: AgentProfile) -> str | None:
     """Why egg keeps no history for this agent (its plugin says so), or None."""

@@ -27,12 +27,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import json
 import os
 import signal
-import stat
 import sys
-import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -45,7 +42,6 @@ from egg_core.session.clipboard import ClipboardFilter
 from egg_core.session.serving import (
     BATCH_SIZE,
     DROP_AFTER,
-    GIT_WATCH_INTERVAL,
     HIGH_WATER,
     KILL_GRACE,
     LOW_WATER,
@@ -109,11 +105,14 @@ class Daemon(SessionStartup, SessionServing):
         self.audit: Any = None
         self.proc: Any = None
         self.prepared: Any = None
-        #: copies the agent's transcript of this conversation into the session directory
-        self.capturer: Any = None
+        #: what the session hooks act on (egg_core.lifecycle.RunningSession), once started
+        self.live: Any = None
+        #: each plugin's egg_session_tick, in its own thread (egg_core.session.ticks)
+        self.ticker: Any = None
+        #: the loop serving the session, once it runs (notices and records hop onto it)
+        self.loop: asyncio.AbstractEventLoop | None = None
         #: the tool socket (egg_core.toolserver) when egg.yaml enables tools
         self.tool_server: Any = None
-        self.capture_lock = threading.Lock()
         self.child_pid: int | None = None
         self.done = asyncio.Event()
         #: the end is recorded and the settings restored: a client attaching now gets EXIT
@@ -127,7 +126,6 @@ class Daemon(SessionStartup, SessionServing):
         self.terminating = False
         #: ... before the event loop ran (see main)
         self.term_pending = False
-        self.browser_offset = 0
         self.pm: Any = None
         self.info: Any = None
         self.plan: Any = None
@@ -156,7 +154,10 @@ class Daemon(SessionStartup, SessionServing):
     # -- serving -------------------------------------------------------------------------------
 
     async def serve(self) -> None:
+        from egg_core.session.ticks import Ticker
+
         loop = asyncio.get_running_loop()
+        self.loop = loop
         with contextlib.suppress(FileNotFoundError):
             self.paths.sock.unlink()
         # Bound under another name and renamed into place once listening: ``egg run`` attaches
@@ -180,11 +181,9 @@ class Daemon(SessionStartup, SessionServing):
         # runs in any case and arms the deadline, then hands the rest to the loop.
         signal.signal(signal.SIGTERM, lambda *_: self.sigterm_arrived(loop))
         loop.add_signal_handler(signal.SIGHUP, lambda: None)
-        timers = [
-            asyncio.create_task(self.periodic()),
-            asyncio.create_task(self.watch_git()),
-            asyncio.create_task(self.watch_history()),
-        ]
+        timers = [asyncio.create_task(self.periodic())]
+        self.ticker = Ticker(self.pm, self.tick_arguments, lambda line: log(self.paths, line))
+        self.ticker.start()
         self.guarded(self.reap)
         if self.term_pending:  # SIGTERM during the start-up's last steps (see main)
             self.on_sigterm()
@@ -195,6 +194,7 @@ class Daemon(SessionStartup, SessionServing):
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.linger_over.wait(), self.spec.linger)
             await asyncio.sleep(0.05)
+        self.ticker.stop()
         for task in timers:
             task.cancel()
         await asyncio.gather(*timers, return_exceptions=True)
@@ -365,45 +365,23 @@ class Daemon(SessionStartup, SessionServing):
                 return
             self.on_output(data)
 
-    async def watch_git(self) -> None:
-        """While the agent works, a repository it creates (``git init``, a staged submodule), or
-        an agent code directory no mount could hold, is audited within GIT_WATCH_INTERVAL: the
-        host's shell prompt runs ``git status`` at every prompt, long before the session ends.
-        The check is a few ``stat`` calls; an audit runs off the event loop."""
-        from egg_core.gitguard import changed
+    def tick_arguments(self) -> dict[str, Any]:
+        return {"session": self.info, "live": self.live}
 
-        state = self.plan.git_state
-        watch = self.plan.code_watch
-        if state is None and not watch:
-            return
-        loop = asyncio.get_running_loop()
-        while True:
-            await asyncio.sleep(GIT_WATCH_INTERVAL)
-            if (state is not None and changed(state)) or any(map(os.path.lexists, watch)):
-                await loop.run_in_executor(None, self.audit_git)
+    def session_ended(self, code: int) -> None:
+        """``egg_session_ended``, in a worker thread: a plugin's last look (the final capture of
+        a long transcript) keeps the loop free. Each plugin's is called on its own, so one's
+        failure (one line in the log) skips no other's."""
+        from egg_core.session.ticks import each_plugin
 
-    async def watch_history(self) -> None:
-        """The conversation, copied while the session runs (in a thread: a 100 MiB transcript
-        must not stall the relay), and only when it changed (a stat otherwise)."""
-        from egg_core.session.conversations import CAPTURE_INTERVAL
-
-        if self.capturer is None:
-            return
-        loop = asyncio.get_running_loop()
-        while True:
-            await asyncio.sleep(CAPTURE_INTERVAL)
-            await loop.run_in_executor(None, self.capture_history)
-
-    def capture_history(self) -> None:
-        """One capture at a time: the watcher's may still run when finish() starts."""
-        if self.capturer is None:
-            return
-        with self.capture_lock:
-            meta = self.capturer.capture()
-        found = meta.get("agent_session_id") if meta else None
-        if found and found != getattr(self, "_recorded_conversation", None):
-            self._recorded_conversation = found
-            update_meta(self.paths, agent_session_id=found)
+        for name, call in each_plugin(self.pm, "egg_session_ended"):
+            try:
+                call(session=self.info, exit_code=code, live=self.live)
+            except Exception as exc:
+                log(
+                    self.paths,
+                    f"plugin {name}: egg_session_ended failed: {type(exc).__name__}: {exc}",
+                )
 
     def audit_git(self) -> None:
         """One audit at a time (the guard's lock): the watcher's may still run in its thread
@@ -443,45 +421,33 @@ class Daemon(SessionStartup, SessionServing):
                 self.exit_reason = "idle timeout"
                 self.terminate_command()
                 self.last_activity = now + KILL_GRACE
-            self.check_browser_requests()
             if self.audit is not None:
                 self.audit.flush()
 
-    def check_browser_requests(self) -> None:
-        """Pick up URLs the sandbox's browser shim wrote. The sandbox owns that directory, so
-        nothing is trusted: no symlink is followed, only a regular file is read (a FIFO would
-        block the event loop), at most 64 KiB per tick, one request a line (a CR inside one is
-        shown, not obeyed), and the notice says it through :func:`egg_core.sanitize.visible`
-        (threat P: no escape sequence reaches a terminal this way, clipboard writes included)."""
+    def notify_clients(self, text: str) -> None:
+        """A plugin's notice (``RunningSession.notify``) to the attached clients, from any
+        thread: through :func:`egg_core.sanitize.visible` (it may quote the sandbox), sent on
+        the loop. Before the loop runs no client is attached: nothing to tell."""
         from egg_core.sanitize import visible
 
-        path = self.paths.shared / "browser-requests"
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError:
+        notice = visible(text).encode()
+        if self.loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has closed: no client is left
+                self.loop.call_soon_threadsafe(self._send_notice, notice)
+
+    def _send_notice(self, notice: bytes) -> None:
+        for client in self.clients:
+            if client.attached:
+                client.send(p.NOTICE, notice)
+
+    def record(self, **fields: Any) -> None:
+        """A plugin's fields (``RunningSession.record``) merged into the session's record, on the
+        loop once it runs (the daemon's own updates are made there: no lost update)."""
+        if self.loop is None:
+            update_meta(self.paths, **fields)
             return
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return
-            os.lseek(fd, self.browser_offset, os.SEEK_SET)
-            data = os.read(fd, 65536)
-        except OSError:
-            return
-        finally:
-            os.close(fd)
-        if not data:
-            return
-        self.browser_offset += len(data)
-        for raw in data.decode("utf-8", "surrogateescape").split("\n"):
-            url = raw.strip()
-            if not url:
-                continue
-            with open(self.paths.browser_log, "a") as out:
-                out.write(json.dumps({"time": time.time(), "url": url}) + "\n")
-            notice = f"open in your browser: {visible(url)}".encode()
-            for client in self.clients:
-                if client.attached:
-                    client.send(p.NOTICE, notice)
+        with contextlib.suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(lambda: update_meta(self.paths, **fields))
 
     def resize(self, rows: int, cols: int) -> None:
         if (rows, cols) == (self.rows, self.cols):
@@ -588,10 +554,8 @@ class Daemon(SessionStartup, SessionServing):
         guardlog.record(self.plan.egg_home, snapshot.failures(restored))
         if self.plan is not None:
             self.audit_git()
-        await asyncio.get_running_loop().run_in_executor(None, self.capture_history)
         if self.pm is not None and self.info is not None:
-            with contextlib.suppress(Exception):
-                self.pm.hook.egg_session_ended(session=self.info, exit_code=code)
+            await asyncio.get_running_loop().run_in_executor(None, self.session_ended, code)
         update_meta(
             self.paths,
             state="exited",

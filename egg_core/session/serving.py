@@ -37,7 +37,6 @@ BATCH_SIZE = 1 << 18
 OUTPUT_CHUNK = 1 << 19
 SCREEN_MAX_BYTES = 1 << 20  # egg status --screen renders at most this much with pyte
 SCREEN_BUDGET = 2.0  # ... for at most this many seconds
-GIT_WATCH_INTERVAL = 1.0  # seconds between checks for a repository the sandbox created
 
 
 class Client:

@@ -41,7 +41,7 @@ class SessionStartup:
     setup_read: int | None
     attempts: int
     relaunches: int
-    capturer: Any
+    live: Any
     unreaped: bool
     rows: int
     cols: int
@@ -147,12 +147,27 @@ class SessionStartup:
             audit=audit_on,
             settings=[str(s) for s in settings],
         )
-        self.capturer = self.history_capturer(plan)
-        self.pm.hook.egg_session_started(session=self.info)
+        self.live = self.running_session(plan)
+        self.pm.hook.egg_session_started(session=self.info, live=self.live)
 
-    def history_capturer(self, plan: Any) -> Any:
-        """The conversation capture of an agent session whose plugin keeps history; None for a
-        plain command (``egg run -- CMD``) or an agent it declines."""
+    def running_session(self, plan: Any) -> Any:
+        """What the session hooks act on (:class:`egg_core.lifecycle.RunningSession`)."""
+        from egg_core.lifecycle import RunningSession
+
+        return RunningSession(
+            pm=self.pm,
+            profile=plan.profile,
+            history=self.history_context(plan),
+            shared_dir=self.paths.shared,
+            guards=self.guard,
+            notify=self.notify_clients,
+            log=lambda line: log(self.paths, line),
+            record=self.record,
+        )
+
+    def history_context(self, plan: Any) -> Any:
+        """Where an agent session's conversation is captured (a HistoryContext); None for a
+        plain command (``egg run -- CMD``) or an agent whose plugin declines."""
         from egg_core.paths import user_home
         from egg_core.session import conversations
 
@@ -161,7 +176,7 @@ class SessionStartup:
             return None
         if conversations.declines(plan.profile):
             return None
-        ctx = conversations.context(
+        return conversations.context(
             cwd=Path(spec.cwd),
             home=user_home(os.environ),
             session_dir=self.paths.directory,
@@ -169,9 +184,14 @@ class SessionStartup:
             agent_session_id=spec.session_id or spec.resume_id,
             started=self.started,
         )
-        return conversations.Capturer(
-            self.pm, plan.profile, ctx, lambda line: log(self.paths, line)
-        )
+
+    def notify_clients(self, text: str) -> None:
+        """The event loop's (see Daemon): a notice to the attached clients, from any thread."""
+        raise NotImplementedError
+
+    def record(self, **fields: Any) -> None:
+        """The event loop's (see Daemon): fields merged into the session's record."""
+        raise NotImplementedError
 
     def trace(self, prepared: Any) -> None:
         """``--trace``: strace follows the sandbox from outside (ptrace is denied inside)."""
@@ -315,11 +335,12 @@ class SessionStartup:
     def relaunch_argv(self) -> tuple[str, ...]:
         """The command line of a relaunch: the same, or resuming the conversation egg named."""
         spec, plan = self.spec, self.plan
-        if not spec.session_id or self.capturer is None or not plan.profile.resume_flag:
+        history = self.live.history if self.live is not None else None
+        if not spec.session_id or history is None or not plan.profile.resume_flag:
             return tuple(self.launch.argv)
         import attrs
 
-        ctx = attrs.evolve(self.capturer.ctx, agent_session_id=spec.session_id)
+        ctx = attrs.evolve(history, agent_session_id=spec.session_id)
         if self.pm.hook.egg_history_capture(agent=plan.profile, ctx=ctx) is None:
             return tuple(self.launch.argv)  # nothing written under the id yet: still its own
         return tuple(

@@ -549,6 +549,57 @@ def test_session_hooks_fire(env, project, tmp_path):
     assert log.read_text().splitlines() == [f"started {session} linux-ns", f"ended {session} 3"]
 
 
+def test_a_plugin_tick_that_hangs_or_raises_holds_up_no_other_watcher(env, project, tmp_path):
+    """Each plugin's egg_session_tick has its own thread: one that never returns and one that
+    raises at every tick leave the built-in browser-open watcher working; the raising one is one
+    line in the session's log however often it fails; and a tick never runs on the daemon's
+    main thread (where the relay is)."""
+    from tests.helpers import write_dist
+
+    marks = tmp_path / "marks"
+    site = write_dist(
+        tmp_path / "site",
+        "egg-tick-probe",
+        "1",
+        {"hangs": "egg_tick_hangs", "raises": "egg_tick_raises"},
+        {
+            "egg_tick_hangs": (
+                "import threading, time\n"
+                "from egg_core.api import hookimpl\n"
+                f"MARKS = {str(marks)!r}\n"
+                "@hookimpl\n"
+                "def egg_session_tick(session):\n"
+                "    main = threading.current_thread() is threading.main_thread()\n"
+                "    open(MARKS, 'a').write(f'hangs main={main}\\n')\n"
+                "    time.sleep(600)\n"
+            ),
+            "egg_tick_raises": (
+                "from egg_core.api import hookimpl\n"
+                f"MARKS = {str(marks)!r}\n"
+                "@hookimpl\n"
+                "def egg_session_tick(session, live):\n"
+                "    open(MARKS, 'a').write('raises\\n')\n"
+                "    raise ValueError('tick probe')\n"
+            ),
+        },
+    )
+    hooked = {**env, "PYTHONPATH": str(site)}
+    session = start(hooked, project, "sh")
+    try:
+        wait_until(lambda: marks.exists() and marks.read_text().count("raises") >= 3, "three ticks")
+        child = attach(hooked, project, session)
+        child.send("xdg-open https://login.example.test/tick\r")
+        child.expect(r"\[egg\] open in your browser: https://login.example.test/tick")
+        child.sendcontrol("\\")
+        child.expect(pexpect.EOF)
+    finally:
+        kill(hooked, project, session)
+    lines = marks.read_text().splitlines()
+    assert lines.count("hangs main=False") == 1 and "hangs main=True" not in lines
+    log = (session_dir(hooked, session) / "egg.log").read_text()
+    assert log.count("plugin raises: egg_session_tick failed: ValueError: tick probe") == 1
+
+
 def test_browser_open_inside_is_recorded_and_shown_to_clients(env, project):
     session = start(env, project, "sh")
     try:
