@@ -16,7 +16,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import machine, median_seconds, write_section
 
-from egg_core.config_files import resolve_config_file
+from egg_core.config.files import resolve_config_file
 
 TEMPLATE = """\
 base: {base}

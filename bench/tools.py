@@ -1,4 +1,4 @@
-"""What calling a host tool from inside a sandbox costs (egg_core.toolserver), against baselines
+"""What calling a host tool from inside a sandbox costs (egg_core.tools.server), against baselines
 measured in the same run.
 
 1. Round trip of a no-op tool (``run: "true"``) from inside a real linux-ns sandbox, through its

@@ -3,7 +3,7 @@
 Rules, in order:
 - only the names the policy allows (the egg.yaml allowlist or ``*`` — the built-in default lists
   HOME, PATH, TERM, COLORTERM, USER, TZ and the locale's LANG, LANGUAGE and LC_* names
-  (:data:`egg_core.config.DEFAULT_ENV`), and a config with no env base lists exactly its own —
+  (:data:`egg_core.config.model.DEFAULT_ENV`), and a config with no env base lists exactly its own —
   and the agent's key variables) pass from the host;
 - a parent agent's own session variables (``CLAUDECODE``, ``CLAUDE_CODE_ENTRYPOINT``, ...) never
   pass: a nested agent would think it runs inside its parent's session;

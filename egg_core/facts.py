@@ -1,7 +1,7 @@
 """Facts: what a launch decision rested on, in a form that can be checked again cheaply.
 
 :mod:`egg_core.observe` records them as the full path looks at the host; ``egg exec``'s cache
-(:mod:`egg_core.execcache`) and the git guard's audit (:mod:`egg_core.gitguard`) check them again
+(:mod:`egg_core.execcache`) and the git guard's audit (:mod:`egg_core.git.guard`) check them again
 later. A fact is ``(kind, subject, value)``:
 
 - ``i``: the identity of a path (device, inode, type and permissions, owner; ``lstat``);

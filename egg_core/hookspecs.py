@@ -35,13 +35,13 @@ import pluggy
 
 if TYPE_CHECKING:
     from egg_core.commands import Command, CommandRegistry
-    from egg_core.config import EggConfig
+    from egg_core.config.model import EggConfig
     from egg_core.history import HistoryContext, Transcript, Turn
     from egg_core.lifecycle import RunningSession, SessionInfo
     from egg_core.netproxy import NetworkTransport
     from egg_core.profiles import AgentProfile
     from egg_core.sandbox import Platform
-    from egg_core.tools import Tool
+    from egg_core.tools.model import Tool
     from egg_core.transcripts import TranscriptReader
 
 PROJECT_NAME = "egg"
@@ -104,7 +104,7 @@ def egg_register_tools(
     ``yaml-tools`` plugin registers the shell ``run:`` tools of ``$EGG_HOME/tools/*.yaml``; any
     plugin may add Python-callable tools. Two tools of one name are an error naming both.
 
-    :param register: callback taking one :class:`~egg_core.tools.Tool`.
+    :param register: callback taking one :class:`~egg_core.tools.model.Tool`.
     :param config: the resolved egg.yaml of the launch (the default config for ``egg tools``).
     :param egg_home: egg's own directory (``$EGG_HOME``), where tool files live.
     :param report: callback ``(source, problem)`` for a definition that cannot be loaded; it is

@@ -10,7 +10,7 @@ such program, by construction rather than by a list of bad places:
   stopped (:mod:`egg_core.pause`): it owns the repositories it made and could otherwise put a
   ``core.fsmonitor`` back between the audit and git's read of it.
 - **The same audit first.** Before the program starts, every repository git would reach from
-  where it runs is audited by :func:`egg_core.gitguard.check` — the code that runs after every
+  where it runs is audited by :func:`egg_core.git.guard.check` — the code that runs after every
   run — synchronously, so a session's one-second audit interval is no window. What it removes is
   said in one line each; when it cannot make everything safe (a file it could not move, more
   repositories than it follows), the program does not start.
@@ -135,7 +135,7 @@ class RunGuard:
         """Whether the sandbox may have made something to audit: what a new repository would
         change has changed since the plan, or an agent code directory no mount could hold
         exists. A few ``stat`` calls (the session's git watcher asks every second)."""
-        from egg_core import gitguard
+        from egg_core.git import guard as gitguard
 
         if self.git_state is not None and gitguard.changed(self.git_state):
             return True
@@ -144,7 +144,8 @@ class RunGuard:
     def audit(self, starts: Iterable[str] = ()) -> tuple[list[str], list[str]]:
         """Audit now: (every line, the lines saying what could not be made safe). Never
         raises: an audit that fails is itself unsafe."""
-        from egg_core import gitguard, settings_code
+        from egg_core import settings_code
+        from egg_core.git import guard as gitguard
         from egg_core.quarantine import Quarantine
 
         with self._lock:

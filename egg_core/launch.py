@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from egg_core import observe, pathrules, registry
-from egg_core.config_files import ResolvedConfig, discover_config
+from egg_core.config.files import ResolvedConfig, discover_config
 from egg_core.converters import to_tuple
 from egg_core.env import build_env
 from egg_core.errors import EggError, EnforcementError
@@ -43,7 +43,7 @@ class Plan:
     egg_home: Path
     #: why the requested platform could not run this (only with ``allow_unavailable``)
     platform_problem: str | None = None
-    #: what the git guard audits against after the run (see :mod:`egg_core.gitguard`); None
+    #: what the git guard audits against after the run (see :mod:`egg_core.git.guard`); None
     #: when the run cannot write any repository's metadata or the guard is off
     git_state: dict[str, Any] | None = None
     #: files snapshotted before the run and restored after it (see :meth:`settings_files`)
@@ -71,12 +71,12 @@ class Plan:
         tools_dir: Path | None = None,
     ) -> Launch:
         """What the platform gets to start this plan (explain previews it, exec and the session
-        daemon prepare it). With ``tools_dir`` (a running tool socket, egg_core.toolserver) the
+        daemon prepare it). With ``tools_dir`` (a running tool socket, egg_core.tools.server) the
         command finds the socket in EGG_TOOL_SOCKET and the tools' shims first on PATH."""
         env = {**self.env, **(extra_env or {})}
         if tools_dir is not None:
-            from egg_core.toolclient import SOCKET_ENV
-            from egg_core.toolserver import BIN, SOCKET
+            from egg_core.tools.client import SOCKET_ENV
+            from egg_core.tools.server import BIN, SOCKET
 
             inside = self.selection.platform.tools_path(tools_dir)
             env[SOCKET_ENV] = f"{inside}/{SOCKET}"
@@ -246,7 +246,8 @@ def persistence_guards(policy: EffectivePolicy, profile: AgentProfile, config: A
     snapshot (the settings, the symlinks they name, and the files restored byte for byte —
     credentials and instructions, which are not read for paths), and the code directories to
     check after the run."""
-    from egg_core import gitguard, pathrules, settings_code
+    from egg_core import pathrules, settings_code
+    from egg_core.git import guard as gitguard
     from egg_core.settings_keys import format_of
 
     ruled = gitguard.mounted_rules(policy)

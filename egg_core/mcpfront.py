@@ -1,6 +1,6 @@
 """``egg mcp``: the host tools served over MCP, with the official ``mcp`` SDK.
 
-The same runner (:mod:`egg_core.toolrunner`) as the tool socket: a tool behaves identically from a
+The same runner (:mod:`egg_core.tools.runner`) as the tool socket: a tool behaves identically from a
 sandbox and from an MCP client. Each tool's input schema comes from its ``params`` (named string
 properties, ``required`` as declared); a tool without params takes ``args: [string]``. A call's
 result is the tool's stdout as text; a non-zero exit is an error result carrying stderr and the
@@ -19,8 +19,8 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from egg_core.toolrunner import Caller, ToolRunner
-from egg_core.tools import Tool, ToolResult, ToolSet
+from egg_core.tools.model import Tool, ToolResult, ToolSet
+from egg_core.tools.runner import Caller, ToolRunner
 
 SERVER_NAME = "egg"
 PATH = "/mcp"
@@ -51,7 +51,7 @@ def input_schema(tool: Tool) -> dict[str, Any]:
 def arguments_of(tool: Tool, given: dict[str, Any] | None) -> list[str]:
     """The positional arguments a call's named ones stand for; ValueError for a name or a
     value no parameter takes. A required parameter left out ends them there, so that the
-    runner's check (:func:`egg_core.toolrunner.refusal`, every caller's) is what refuses it."""
+    runner's check (:func:`egg_core.tools.runner.refusal`, every caller's) is what refuses it."""
     given = dict(given or {})
     if not tool.params:
         args = given.pop("args", [])

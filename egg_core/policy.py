@@ -26,7 +26,7 @@ import attrs
 
 from egg_core import capabilities as caps
 from egg_core import seeds
-from egg_core.config import EggConfig
+from egg_core.config.model import EggConfig
 from egg_core.converters import to_tuple
 from egg_core.pathrules import Mode
 from egg_core.profiles import AgentProfile, EnvDefault
@@ -117,7 +117,7 @@ class EffectivePolicy:
     persistence_guards: bool = True
     #: sessions pass the program's clipboard writes (OSC 52) to the terminal
     clipboard: bool = False
-    #: the host tools the sandbox may call (egg_core.tools), by name
+    #: the host tools the sandbox may call (egg_core.tools.model), by name
     tools: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
     #: the agent's files at the top of $HOME it replaces atomically (see egg_core.homefiles)
     home_files: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from egg_core.config import EggConfig
+from egg_core.config.model import EggConfig
 from egg_core.pathrules import MODE_RANK, Mode
 from egg_core.pathrules import under as _under
 from egg_core.policy import (

@@ -97,7 +97,7 @@ class Launch:
     home_layer: Path | None = None
     #: the names at the top of the home staged in the layer (not bound from the host)
     home_staged: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
-    #: the run's tool socket directory (egg_core.toolserver) when egg.yaml enables tools: the
+    #: the run's tool socket directory (egg_core.tools.server) when egg.yaml enables tools: the
     #: platform shows it inside read-only, names its socket in EGG_TOOL_SOCKET and puts its
     #: ``bin/`` first on PATH (:meth:`Platform.tools_path`)
     tools_dir: Path | None = None

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from egg_core.gitconfig import read_config, render_config, safe_key, split_key
-from egg_core.gitindex import gitlinks, parse_gitlinks
+from egg_core.git.config import read_config, render_config, safe_key, split_key
+from egg_core.git.index import gitlinks, parse_gitlinks
 
 OID = "0123456789012345678901234567890123456789"
 
@@ -82,7 +82,7 @@ def _linked_repository(
     """A workspace whose ``.git`` file names its git directory through a symlink (the git
     directory's ``config`` left out unless ``with_config``); the guard's plan for it, and the
     symlink."""
-    from egg_core import gitguard
+    from egg_core.git import guard as gitguard
     from egg_core.policy import EffectivePolicy, FsEntry
     from egg_core.profiles import AgentProfile
 
@@ -110,7 +110,7 @@ def test_the_guards_watch_holds_the_paths_its_search_went_through_after_an_audit
     """The symlink on the way to the git directory is watched from the plan on, and still once
     an audit (an index change is enough to bring one) has rewritten the watch: otherwise the
     sandbox's second retarget, after any audit, would go unseen."""
-    from egg_core import gitguard
+    from egg_core.git import guard as gitguard
 
     work, state, link = _linked_repository(tmp_path)
     watched = lambda: [f for f in state["watch"] if f[1] == str(link)]  # noqa: E731
@@ -129,9 +129,8 @@ def test_the_guards_watch_holds_the_paths_its_search_went_through_after_an_audit
 def test_the_guards_placeholders_are_no_change_for_its_watch(tmp_path: Path) -> None:
     """What the run plants where the search found nothing (an empty hooks directory, the
     commondir seed) does not bring an audit by itself."""
-    from egg_core import gitguard
+    from egg_core.git import guard as gitguard
 
-    # the config missing: looked at by the search, and seeded
     work, state, _ = _linked_repository(tmp_path, with_config=False)
     gitdir = work / "gits" / "real"
     (gitdir / "commondir").write_text(".\n")

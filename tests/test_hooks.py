@@ -12,7 +12,7 @@ from pathlib import Path
 import attrs
 
 from egg_core.commands import Command, CommandRegistry
-from egg_core.config import EggConfig
+from egg_core.config.model import EggConfig
 from egg_core.history import HistoryContext, Transcript
 from egg_core.hookspecs import hookimpl
 from egg_core.lifecycle import RunningSession, SessionInfo

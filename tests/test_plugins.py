@@ -389,7 +389,7 @@ def test_tools_are_registered_with_the_config(plugin_dir, egg_home):
         textwrap.dedent(
             """
             from egg_core.hookspecs import hookimpl
-            from egg_core.tools import Tool
+            from egg_core.tools.model import Tool
 
             @hookimpl
             def egg_register_tools(register, config):
@@ -402,8 +402,8 @@ def test_tools_are_registered_with_the_config(plugin_dir, egg_home):
         environ={"EGG_HOME": str(egg_home)},
         entry_points=[EntryPointRecord("tools", "tool_plugin", "t", "1")],
     )
-    from egg_core.config import EggConfig
-    from egg_core.tools import collect
+    from egg_core.config.model import EggConfig
+    from egg_core.tools.model import collect
 
     assert "deploy" not in collect(pm, EggConfig(), egg_home).tools
     found = collect(pm, EggConfig(audit=True), egg_home).tools

@@ -70,7 +70,7 @@ def _exit_codes_in_the_code() -> set[int]:
     sources = [
         *(ROOT / "egg_core" / "cli").glob("*.py"),
         ROOT / "egg_core" / "session" / "client.py",
-        ROOT / "egg_core" / "toolserver.py",
+        ROOT / "egg_core" / "tools" / "server.py",
     ]
     for source in sources:
         codes.update(int(n) for n in re.findall(r"exit_code=(\d+)", source.read_text()))
@@ -181,10 +181,51 @@ def test_the_readme_tool_file_loads_and_shows_every_key(tmp_path):
 
 def test_the_readme_lists_the_default_environment_the_code_passes():
     """The built-in default's env, as the README's paragraph on it spells it out."""
-    from egg_core.config import DEFAULT_ENV
+    from egg_core.config.model import DEFAULT_ENV
 
     text = (ROOT / "README.md").read_text()
     passage = re.search(r"shell histories denied; env (.*?); no network\.", text, re.S)
     assert passage, "the README's paragraph on the built-in default moved"
     names = {n for n in re.findall(r"\b[A-Z][A-Z_]*[A-Z]\b", passage.group(1))}
     assert names == set(DEFAULT_ENV)
+
+
+def _architecture_block() -> str:
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Architecture", 1)[1]
+    return section.split("```", 2)[1]
+
+
+def _module_files() -> list[Path]:
+    return [*(ROOT / "egg_core").rglob("*.py"), *(ROOT / "plugins").rglob("*.py")]
+
+
+def test_the_architecture_names_only_modules_that_exist():
+    """README's architecture and the tree agree: each module, package or ``module.function`` the
+    picture names is there (a move or a split that forgets the picture fails here)."""
+    files = _module_files()
+    relative = {str(f.relative_to(ROOT)) for f in files}
+    names = {f.name for f in files}
+    missing = []
+    for token in re.findall(r"[\w/.]+", _architecture_block()):
+        token = token.rstrip(".").replace("egg_plugins/", "plugins/")
+        if token.endswith(".py") and "/" not in token:
+            found = token in names
+        elif "/" in token:
+            stem = token.rstrip("/")
+            found = any(
+                candidate in relative or (ROOT / candidate).is_dir()
+                for base in ("", "egg_core/", "plugins/platforms/")
+                for candidate in (f"{base}{stem}", f"{base}{stem}.py")
+            )
+        elif re.fullmatch(r"[a-z_]+\.[a-z_]+", token) and not token.endswith((".log", ".yaml")):
+            module, function = token.split(".")
+            found = any(
+                f.name == f"{module}.py" and re.search(rf"\bdef {function}\b", f.read_text())
+                for f in files
+            )
+        else:
+            continue
+        if not found:
+            missing.append(token)
+    assert not missing, f"README's architecture names what the tree has not: {missing}"

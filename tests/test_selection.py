@@ -37,7 +37,7 @@ def test_unavailable_named_platform_is_an_enforcement_error(egg_plugin_manager):
 
 
 def test_wide_open_policy_runs_unsandboxed_declared_by_config(egg_plugin_manager):
-    from egg_core.config_yaml import load_config_string
+    from egg_core.config.parsing import load_config_string
     from egg_core.resolution import resolve_policy
     from tests.policy.conftest import CWD, HOME
 

@@ -103,8 +103,8 @@ def test_a_cycle_is_found_and_named() -> None:
 #: them), and in each the functions that run after a run instead (an audit's, a fact builder's:
 #: nothing they see is part of a decision)
 DECISIONS = {
-    "egg_core/gitlayout.py": set(),
-    "egg_core/gitguard.py": {
+    "egg_core/git/layout.py": set(),
+    "egg_core/git/guard.py": {
         "watch_facts",
         "changed",
         "audit",
@@ -115,9 +115,9 @@ DECISIONS = {
     "egg_core/resolution.py": set(),
     "egg_core/protections.py": set(),
     "egg_core/policy.py": set(),
-    "egg_core/config_files.py": set(),
+    "egg_core/config/files.py": set(),
     "egg_core/plugincode.py": set(),
-    "egg_core/gitpointers.py": set(),
+    "egg_core/git/pointers.py": set(),
     "plugins/platforms/linux/trust.py": set(),
 }
 #: what ``os`` answers about the host (their egg_core.observe namesakes record it)
@@ -169,4 +169,4 @@ def test_decision_modules_look_at_the_host_only_through_observe() -> None:
     ]
     assert offenders == []
     # (the scan sees a direct look where there is one: the audit's own)
-    assert direct_looks(ROOT / "egg_core/gitguard.py", set())
+    assert direct_looks(ROOT / "egg_core/git/guard.py", set())

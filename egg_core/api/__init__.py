@@ -85,13 +85,13 @@ if TYPE_CHECKING:
         Platform,
         Prepared,
     )
-    from egg_core.tools import (
+    from egg_core.tools.model import (
         DEFAULT_TIMEOUT as DEFAULT_TOOL_TIMEOUT,
     )
-    from egg_core.tools import (
+    from egg_core.tools.model import (
         NAME as TOOL_NAME,
     )
-    from egg_core.tools import (
+    from egg_core.tools.model import (
         Tool,
         ToolParam,
         ToolResult,
@@ -109,7 +109,7 @@ _EXPORTS = {
     "Command": "egg_core.commands",
     "CommandRegistry": "egg_core.commands",
     "ConfigError": "egg_core.errors",
-    "DEFAULT_TOOL_TIMEOUT": "egg_core.tools:DEFAULT_TIMEOUT",
+    "DEFAULT_TOOL_TIMEOUT": "egg_core.tools.model:DEFAULT_TIMEOUT",
     "DrilledHole": "egg_core.policy",
     "EffectivePolicy": "egg_core.policy",
     "EggError": "egg_core.errors",
@@ -134,10 +134,10 @@ _EXPORTS = {
     "Relocation": "egg_core.profiles",
     "RunningSession": "egg_core.lifecycle",
     "SessionInfo": "egg_core.lifecycle",
-    "TOOL_NAME": "egg_core.tools:NAME",
-    "Tool": "egg_core.tools",
-    "ToolParam": "egg_core.tools",
-    "ToolResult": "egg_core.tools",
+    "TOOL_NAME": "egg_core.tools.model:NAME",
+    "Tool": "egg_core.tools.model",
+    "ToolParam": "egg_core.tools.model",
+    "ToolResult": "egg_core.tools.model",
     "Transcript": "egg_core.history",
     "TranscriptReader": "egg_core.transcripts",
     "Turn": "egg_core.history",

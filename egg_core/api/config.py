@@ -8,7 +8,7 @@ and ``Reader(source)`` walks them with the checks egg.yaml uses, raising :class:
 
 from __future__ import annotations
 
-from egg_core.config_yaml import Reader, compose, decode
+from egg_core.config.parsing import Reader, compose, decode
 from egg_core.errors import ConfigError
 from egg_core.units import parse_duration
 

@@ -20,7 +20,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     env = os.environ if environ is None else environ
     if args[:1] == ["tool-call"]:
         # inside a sandbox, on every tool call: the client alone, no CLI
-        from egg_core import toolclient
+        from egg_core.tools import client as toolclient
 
         return toolclient.main(args[1:])
     if args[:1] == ["exec"] and "--debug" not in args and env.get("EGG_DEBUG") != "1":

@@ -25,7 +25,7 @@ def _tool_call_args(p: argparse.ArgumentParser) -> None:
 def tool_call(ns: argparse.Namespace, ctx: object) -> int:
     """``egg tool-call``: usually answered on the fast path before the CLI loads (cli/__init__);
     this is the same client, for ``egg --debug tool-call``."""
-    from egg_core import toolclient
+    from egg_core.tools import client as toolclient
 
     return toolclient.main(list(ns.words))
 

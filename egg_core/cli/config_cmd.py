@@ -52,9 +52,9 @@ env:
 
 
 def _show(ns: argparse.Namespace, ctx: Context) -> int:
-    from egg_core.config import default_config
-    from egg_core.config_files import discover_config
-    from egg_core.config_yaml import dump_json, dump_yaml, load_config_file
+    from egg_core.config.files import discover_config
+    from egg_core.config.model import default_config
+    from egg_core.config.parsing import dump_json, dump_yaml, load_config_file
 
     resolved = discover_config(Path.cwd(), ns.config, ctx.environ)
     if ns.resolved or resolved.path is None:
@@ -72,14 +72,14 @@ def _show(ns: argparse.Namespace, ctx: Context) -> int:
 
 def _validate(ns: argparse.Namespace, ctx: Context) -> int:
     """The file and its base chain, and every name in ``tools:`` defined by a tool that loads:
-    the check a launch makes (:meth:`egg_core.tools.ToolSet.enabled`), so that what validates
+    the check a launch makes (:meth:`egg_core.tools.model.ToolSet.enabled`), so that what validates
     also starts."""
-    from egg_core.config_files import discover_config
+    from egg_core.config.files import discover_config
 
     resolved = discover_config(Path.cwd(), ns.path, ctx.environ)
     if resolved.config.tools:
         from egg_core.paths import egg_home
-        from egg_core.tools import collect
+        from egg_core.tools.model import collect
 
         found = collect(ctx.pm, resolved.config, egg_home(ctx.environ))
         _, problems = found.enabled(list(resolved.config.tools))
@@ -91,7 +91,7 @@ def _validate(ns: argparse.Namespace, ctx: Context) -> int:
 
 
 def _init(ns: argparse.Namespace, ctx: Context) -> int:
-    from egg_core.config_yaml import load_config_string
+    from egg_core.config.parsing import load_config_string
 
     target = Path(ns.path)
     load_config_string(STARTER, "starter")  # the starter itself must always validate
@@ -114,7 +114,7 @@ def _init(ns: argparse.Namespace, ctx: Context) -> int:
 def _trust(ns: argparse.Namespace, ctx: Context) -> int:
     """The user has read a config that a sandbox could have written, and accepts it as it is."""
     from egg_core import windows
-    from egg_core.config_files import discover_config
+    from egg_core.config.files import discover_config
     from egg_core.paths import egg_home
 
     target = Path(ns.path)

@@ -52,10 +52,11 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
 def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
     import contextlib
 
-    from egg_core import observe, rundirs, snapshot, toolserver, windows
+    from egg_core import observe, rundirs, snapshot, windows
     from egg_core.hostrun import RunGuard
     from egg_core.launch import find_command, plan_launch
-    from egg_core.toolrunner import Caller
+    from egg_core.tools import server as toolserver
+    from egg_core.tools.runner import Caller
 
     cwd = Path(os.getcwd())
     plan = plan_launch(

@@ -119,7 +119,7 @@ def _tools(ctx: Context, plan: Any) -> list[dict[str, Any]]:
     names = list(plan.policy.tools)
     if not names:
         return []
-    from egg_core.tools import collect
+    from egg_core.tools.model import collect
 
     found = collect(ctx.pm, plan.resolved.config, plan.egg_home)
     tools, problems = found.enabled(names)

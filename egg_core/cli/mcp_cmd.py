@@ -33,10 +33,10 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
             "egg mcp needs the official MCP SDK: pip install 'egg-sandbox[mcp]'"
         ) from None
     from egg_core import mcpfront
-    from egg_core.config_files import discover_config
+    from egg_core.config.files import discover_config
     from egg_core.loopback import is_loopback
     from egg_core.paths import egg_home
-    from egg_core.tools import ToolSet, collect
+    from egg_core.tools.model import ToolSet, collect
 
     home = egg_home(ctx.environ)
     config = discover_config(None, None, ctx.environ).config

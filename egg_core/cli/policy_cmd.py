@@ -1,10 +1,11 @@
 """``egg policy suggest [SESSION | --log FILE ... | --trace FILE ...] [--json] [--fold] [--apply]
-[--include RULE ...]``: the allowlist a run needed, from its network log (:mod:`egg_core.suggest`),
-and the ``fs`` rules a traced run was refused (:mod:`egg_core.suggest_fs`), as an edit of the
-egg.yaml the run used (:mod:`egg_core.suggest_apply`). Observe first (``network: {mode:
+[--include RULE ...]``: the allowlist a run needed, from its network log
+(:mod:`egg_core.suggest.network`), and the ``fs`` rules a traced run was refused
+(:mod:`egg_core.suggest.fs`), as an edit of the egg.yaml the run used
+(:mod:`egg_core.suggest.apply`). Observe first (``network: {mode:
 observe}``, ``egg run --trace``), then suggest, then ``--apply``, then switch to ``mode:
 enforce``. ``--apply`` writes an ``fs`` rule by itself only inside the project or the recorded
-agent's own directories (:mod:`egg_core.suggest_scope`); every other one is shown for review with
+agent's own directories (:mod:`egg_core.suggest.scope`); every other one is shown for review with
 the line to add, and written only when named with ``--include``."""
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ from egg_core.errors import EggError, UsageError
 from egg_core.sanitize import json_text, visible
 
 if TYPE_CHECKING:
-    from egg_core.config_files import ResolvedConfig
-    from egg_core.suggest import Suggestion
-    from egg_core.suggest_apply import Applied
-    from egg_core.suggest_fs import FsRefused, FsUse
-    from egg_core.suggest_scope import Scope
+    from egg_core.config.files import ResolvedConfig
+    from egg_core.suggest.apply import Applied
+    from egg_core.suggest.fs import FsRefused, FsUse
+    from egg_core.suggest.network import Suggestion
+    from egg_core.suggest.scope import Scope
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -110,7 +111,7 @@ class FsPart:
     lines: dict[str, str] = attrs.Factory(dict)
 
     def with_lines(self, text: str | None, source: str) -> FsPart:
-        from egg_core.suggest_apply import hand_line
+        from egg_core.suggest.apply import hand_line
 
         lines = {u.rule: hand_line(text, u.rule, source) for u in self.rules}
         return attrs.evolve(self, lines=lines)
@@ -150,8 +151,9 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
         raise UsageError("egg policy suggest takes at most one SESSION")
     if len(words) == 2 and (ns.log or ns.trace):
         raise UsageError("give a SESSION or --log/--trace FILE, not both")
-    from egg_core import suggest, suggest_apply
-    from egg_core.config_files import discover_config
+    from egg_core.config.files import discover_config
+    from egg_core.suggest import apply as suggest_apply
+    from egg_core.suggest import network as suggest
 
     sources = _sources(ctx, words[1:], ns)
     if ns.apply and sources.running:
@@ -311,8 +313,11 @@ def _fs_part(
     """The traced refusals, judged against the policy the session's agent gets here now, and
     which of the rules --apply may write by itself (the scope of the session's project and its
     recorded agent)."""
-    from egg_core import registry, suggest_fs, suggest_scope, suggest_trace
+    from egg_core import registry
     from egg_core.launch import plan_launch
+    from egg_core.suggest import fs as suggest_fs
+    from egg_core.suggest import scope as suggest_scope
+    from egg_core.suggest import trace as suggest_trace
 
     refusals = []
     for trace in sources.traces:

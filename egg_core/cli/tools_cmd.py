@@ -17,9 +17,9 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(ns: argparse.Namespace, ctx: Context) -> int:
-    from egg_core.config_files import discover_config
+    from egg_core.config.files import discover_config
     from egg_core.paths import egg_home
-    from egg_core.tools import collect
+    from egg_core.tools.model import collect
 
     home = egg_home(ctx.environ)
     resolved = discover_config(None, None, ctx.environ)

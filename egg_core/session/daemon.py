@@ -111,7 +111,7 @@ class Daemon(SessionStartup, SessionServing):
         self.ticker: Any = None
         #: the loop serving the session, once it runs (notices and records hop onto it)
         self.loop: asyncio.AbstractEventLoop | None = None
-        #: the tool socket (egg_core.toolserver) when egg.yaml enables tools
+        #: the tool socket (egg_core.tools.server) when egg.yaml enables tools
         self.tool_server: Any = None
         self.child_pid: int | None = None
         self.done = asyncio.Event()
@@ -129,7 +129,7 @@ class Daemon(SessionStartup, SessionServing):
         self.pm: Any = None
         self.info: Any = None
         self.plan: Any = None
-        #: what the git guard removed during the session (see egg_core.gitguard)
+        #: what the git guard removed during the session (see egg_core.git.guard)
         self.git_lines: list[str] = []
         #: the run's host-side guards, shared by the periodic audit, tool calls and the end
         self.guard: Any = None

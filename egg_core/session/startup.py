@@ -90,9 +90,9 @@ class SessionStartup:
             str(self.paths.settings), settings, plan.settings_keys, staged, plan.settings_reasons
         )
         self.paths.shared.mkdir(mode=0o700, exist_ok=True)
-        from egg_core import toolserver
         from egg_core.hostrun import RunGuard
-        from egg_core.toolrunner import Caller
+        from egg_core.tools import server as toolserver
+        from egg_core.tools.runner import Caller
 
         self.guard = RunGuard(plan.git_state, plan.code_watch, plan.egg_home, said=self.guard_said)
         caller = Caller(session=self.paths.id, agent=spec.agent or "", workspace=spec.cwd)
@@ -364,7 +364,7 @@ class SessionStartup:
 def _pid_namespace_option(strace: str) -> list[str]:
     """``--decode-pids=pidns`` where this strace has it: a fork inside the sandbox's pid
     namespace then says which traced process it made, so ``egg policy suggest`` knows each
-    child's working directory (egg_core.suggest_fs)."""
+    child's working directory (egg_core.suggest.fs)."""
     import subprocess
 
     try:

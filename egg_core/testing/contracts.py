@@ -231,7 +231,7 @@ class PlatformContract(_PluginContract):
     # -- launching: a default policy, the shell agent, a secret in the environment
 
     def _launch(self, tmp_path: Path, argv: list[str]) -> Launch:
-        from egg_core.config import default_config
+        from egg_core.config.model import default_config
         from egg_core.env import build_env
         from egg_core.profiles import AgentProfile
         from egg_core.resolution import resolve_policy

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from egg_core.config import DEFAULT_ENV
-from egg_core.config_yaml import load_config_file
+from egg_core.config.model import DEFAULT_ENV
+from egg_core.config.parsing import load_config_file
 
 
 @pytest.fixture

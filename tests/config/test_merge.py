@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from egg_core.config import (
+from egg_core.config.model import (
     DEFAULT_ENV,
     EggConfig,
     EnvConfig,

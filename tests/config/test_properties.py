@@ -6,7 +6,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from egg_core.config_yaml import (
+from egg_core.config.parsing import (
     TOP_LEVEL_KEYS,
     dump_yaml,
     load_config_bytes,

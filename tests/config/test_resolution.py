@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from egg_core.config import DEFAULT_ENV
-from egg_core.config_files import discover_config, resolve_config_file
+from egg_core.config.files import discover_config, resolve_config_file
+from egg_core.config.model import DEFAULT_ENV
 from egg_core.errors import ConfigError
 
 

@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-from egg_core.config import BaseRef, EggConfig, FsRule
-from egg_core.config_yaml import dump_json, dump_yaml, load_config_string, to_json_data
+from egg_core.config.model import BaseRef, EggConfig, FsRule
+from egg_core.config.parsing import dump_json, dump_yaml, load_config_string, to_json_data
 
 
 def load(text: str) -> EggConfig:

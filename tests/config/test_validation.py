@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from egg_core.config_yaml import load_config_bytes, load_config_file, load_config_string
+from egg_core.config.parsing import load_config_bytes, load_config_file, load_config_string
 from egg_core.errors import ConfigError
 
 

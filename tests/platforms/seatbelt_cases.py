@@ -14,9 +14,9 @@ from pathlib import Path
 
 import attrs
 
-from egg_core import gitguard
-from egg_core.config import default_config, merge_configs
-from egg_core.config_yaml import load_config_string
+from egg_core.config.model import default_config, merge_configs
+from egg_core.config.parsing import load_config_string
+from egg_core.git import guard as gitguard
 from egg_core.policy import EffectivePolicy, FsEntry
 from egg_core.protections import protected_paths
 from egg_core.resolution import resolve_policy

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from egg_core.config import EggConfig, default_config, merge_configs
-from egg_core.config_yaml import load_config_string
+from egg_core.config.model import EggConfig, default_config, merge_configs
+from egg_core.config.parsing import load_config_string
 from egg_core.policy import EffectivePolicy
 from egg_core.profiles import AgentProfile
 from egg_core.resolution import resolve_policy

@@ -48,7 +48,7 @@ def test_allowlist_passes_only_listed_and_essential_names():
 def test_an_empty_slate_passes_no_variable_at_all():
     """``base: none`` with no env: the sandbox gets none of the host's variables (egg.yaml says
     exactly what passes; the built-in default is what lists HOME, PATH, TERM, LANG, USER...)."""
-    from egg_core.config_yaml import load_config_string
+    from egg_core.config.parsing import load_config_string
     from egg_core.resolution import resolve_policy
     from tests.policy.conftest import CWD, HOME, profile
 
@@ -110,7 +110,7 @@ def test_ssh_auth_sock_passes_when_listed_explicitly_as_a_deliberate_opt_in():
 
 def test_ssh_auth_sock_passes_when_dot_ssh_is_readable():
     text = "base: none\nfs: ['rw:./']\nenv: '*'"
-    from egg_core.config_yaml import load_config_string
+    from egg_core.config.parsing import load_config_string
     from egg_core.resolution import resolve_policy
     from tests.policy.conftest import CWD, HOME, profile
 

@@ -234,7 +234,7 @@ def test_a_wildcard_network_alone_keeps_filesystem_syscall_and_resource_isolatio
 
 
 def test_unsandboxed_config_requires_only_full_network():
-    from egg_core.config import unsandboxed_config
+    from egg_core.config.model import unsandboxed_config
     from egg_core.resolution import resolve_policy
 
     policy = resolve_policy(unsandboxed_config(), profile("shell"), home=HOME, cwd=CWD, environ={})

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from egg_core.suggest import read_log, suggest
+from egg_core.suggest.network import read_log, suggest
 
 EGG = [sys.executable, "-P", "-m", "egg_core.cli"]
 

@@ -14,17 +14,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from egg_core.config_files import discover_config
-from egg_core.config_yaml import load_config_string
+from egg_core.config.files import discover_config
+from egg_core.config.parsing import load_config_string
 from egg_core.errors import ConfigError, EggError, UsageError
-from egg_core.suggest import fold, registrable_domain
-from egg_core.suggest_apply import (
+from egg_core.suggest.apply import (
     Applied,
     add_entries,
     apply_entries,
     edit_text,
     planned_edit,
 )
+from egg_core.suggest.network import fold, registrable_domain
 
 EGG = [sys.executable, "-P", "-m", "egg_core.cli"]
 ADD = ["new.example.com", "*.cdn.example.org", "git.example.com:8443"]
@@ -174,7 +174,7 @@ def test_no_egg_yaml_means_nothing_to_edit(tmp_path: Path):
 
 def test_an_edit_that_would_not_load_writes_nothing(tmp_path: Path, monkeypatch):
     path, env = project(tmp_path, COMMENTED)
-    from egg_core import suggest_apply
+    from egg_core.suggest import apply as suggest_apply
 
     monkeypatch.setattr(suggest_apply, "yaml_item", lambda entry: entry)  # '*.x' unquoted: alias
     with pytest.raises(EggError, match="would not load"):

@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from egg_core.suggest_fs import classify
-from egg_core.suggest_trace import Refusal, read_trace
+from egg_core.suggest.fs import classify
+from egg_core.suggest.trace import Refusal, read_trace
 
 HOME = "/home/dev"
 PROJECT = "/home/dev/proj"

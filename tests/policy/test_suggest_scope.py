@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from egg_core.config import default_config, merge_configs
-from egg_core.config_files import discover_config
-from egg_core.config_yaml import load_config_string
+from egg_core.config.files import discover_config
+from egg_core.config.model import default_config, merge_configs
+from egg_core.config.parsing import load_config_string
 from egg_core.errors import EggError
 from egg_core.policy import EffectivePolicy, FsEntry
 from egg_core.protections import protected_paths
 from egg_core.resolution import resolve_policy
-from egg_core.suggest_apply import apply_entries
-from egg_core.suggest_scope import Scope, scope_of
+from egg_core.suggest.apply import apply_entries
+from egg_core.suggest.scope import Scope, scope_of
 from tests.policy.conftest import profile
 
 EGG = [sys.executable, "-P", "-m", "egg_core.cli"]
@@ -307,7 +307,7 @@ def test_a_relocation_that_names_the_home_is_no_scope(tmp_path: Path):
 
 
 def test_a_tree_too_large_to_look_through_is_reviewed(tmp_path: Path, monkeypatch):
-    from egg_core import suggest_scope
+    from egg_core.suggest import scope as suggest_scope
 
     home = tmp_path / "home"
     project = home_tree(home)

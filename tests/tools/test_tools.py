@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from egg_core import toolclient, toolserver
-from egg_core.config import EggConfig
+from egg_core.config.model import EggConfig
 from egg_core.plugins import get_plugin_manager
-from egg_core.toolrunner import MAX_OUTPUT, Caller, ToolRunner
-from egg_core.tools import Tool, collect
+from egg_core.tools import client as toolclient
+from egg_core.tools import server as toolserver
+from egg_core.tools.model import Tool, collect
+from egg_core.tools.runner import MAX_OUTPUT, Caller, ToolRunner
 
 CALLER = Caller(session="s-1", agent="claude", workspace="/")
 

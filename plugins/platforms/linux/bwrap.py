@@ -63,7 +63,7 @@ SANDBOX_HOSTNAME = "egg"
 NET_DIR_INSIDE = "/run/egg-net"
 #: where the session's shared directory (the browser-open outbox) appears inside
 SHARED_DIR_INSIDE = "/run/egg-session"
-#: where the run's tool socket directory (egg_core.toolserver) appears inside, read-only
+#: where the run's tool socket directory (egg_core.tools.server) appears inside, read-only
 TOOLS_DIR_INSIDE = "/run/egg-tools"
 #: host trees every sandbox gets a tmpfs over (private scratch space; /run holds the host's
 #: control sockets, which the socket gate refuses anyway)

@@ -8,7 +8,7 @@ path is resolved against its process's working directory, which the record's ``c
 ``fchdir``, forks and ``execve`` supersessions are followed for (:class:`_Directories`); when
 the record does not show it the refusal says so (``cwd_known``). The setup bwrap does before the
 command runs (its ``/newroot`` and ``/oldroot``) is not the command's. What the refusals are
-worth as rules is :mod:`egg_core.suggest_fs`'s judgement.
+worth as rules is :mod:`egg_core.suggest.fs`'s judgement.
 """
 
 from __future__ import annotations

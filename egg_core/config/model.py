@@ -1,7 +1,7 @@
 """egg.yaml's model: the config as frozen attrs data, the built-in defaults, and merging.
 
-Parsing and validating YAML is :mod:`egg_core.config_yaml`; finding the files and resolving their
-base chains is :mod:`egg_core.config_files`, which is what the rest of egg calls.
+Parsing and validating YAML is :mod:`egg_core.config.parsing`; finding the files and resolving their
+base chains is :mod:`egg_core.config.files`, which is what the rest of egg calls.
 """
 
 from __future__ import annotations
@@ -256,7 +256,7 @@ def default_config() -> EggConfig:
     fs += [FsRule("cache", d, DEFAULT_SOURCE) for d in default_cache_dirs()]
     fs += [FsRule("deny", d, DEFAULT_SOURCE) for d in default_deny_paths()]
     # ./egg.yaml and git's metadata are egg's own protections (policy.protected_paths,
-    # egg_core.gitguard): they hold whatever base a config names.
+    # egg_core.git.guard): they hold whatever base a config names.
     return EggConfig(
         base=BaseRef(name="none"),
         fs=fs,

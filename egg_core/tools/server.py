@@ -2,7 +2,7 @@
 
 It lives in a 0700 directory of the run's own (under ``$EGG_HOME``, hidden from every sandbox),
 which the platform shows inside read-only (``EGG_TOOL_SOCKET`` names the socket there): the socket,
-a copy of :mod:`egg_core.toolclient`, and ``bin/`` with one shim per enabled tool and
+a copy of :mod:`egg_core.tools.client`, and ``bin/`` with one shim per enabled tool and
 ``egg-tool-call``, put first on PATH, so the agent just runs ``gh-pr-create …``. Only the tools
 that egg.yaml enables are listed or run; anything else is refused without running. Each connection
 is served by a thread of its own, within limits: a request larger than :data:`MAX_REQUEST`,
@@ -28,11 +28,11 @@ from typing import Any
 
 import attrs
 
-from egg_core import toolclient
 from egg_core.hostrun import RunGuard
 from egg_core.paths import bound_unix_socket, socket_directory
-from egg_core.toolrunner import REFUSED_ARGUMENTS, Caller, ToolRunner, refusal, unusable_argument
-from egg_core.tools import ToolSet
+from egg_core.tools import client as toolclient
+from egg_core.tools.model import ToolSet
+from egg_core.tools.runner import REFUSED_ARGUMENTS, Caller, ToolRunner, refusal, unusable_argument
 
 SOCKET = "tool.sock"
 CLIENT = "client.py"
@@ -212,7 +212,7 @@ def serve(
     125, the error in one line). Every call is audited by ``guard`` first, and its PATH keeps
     nothing the sandbox of ``plan`` can write."""
     from egg_core.errors import EggError
-    from egg_core.tools import collect
+    from egg_core.tools.model import collect
 
     names = list(plan.policy.tools)
     if not names:

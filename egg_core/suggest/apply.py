@@ -3,7 +3,7 @@
 Every byte the user wrote stays where it was: comments, key order, quoting, indentation, blank
 lines. A round-trip *dump* does not promise that (ruamel.yaml's dump re-indents every mapping of
 a file to one width and moves trailing comments), so nothing is re-serialised: egg's own YAML
-parser (:func:`egg_core.config_yaml.compose`, the one every run loads egg.yaml with, so the two
+parser (:func:`egg_core.config.parsing.compose`, the one every run loads egg.yaml with, so the two
 can never disagree about a file) gives each node's exact position, and the new entries are
 inserted as text where the list ends (or where the key that will hold them goes), written in the
 style of the list they join.
@@ -12,7 +12,7 @@ The edit is checked before it is shown and again before it is written: egg's own
 errors, same line numbers) and the base chain resolved again, every added entry matched by the
 allowlist afterwards, nothing but the additions changed, and no wildcard added unless ``--fold``
 proposed it (hostnames come from what the sandboxed program asked for), and no ``fs`` rule
-added unless the scope says it may be (:mod:`egg_core.suggest_scope`, asked again here, right
+added unless the scope says it may be (:mod:`egg_core.suggest.scope`, asked again here, right
 before the write) or the user named it with ``--include``. The write is atomic (a fresh file
 renamed over) and refused when the file changed since it was read. ``mode`` is never touched:
 switching to ``enforce`` is the user's step.
@@ -29,18 +29,18 @@ import attrs
 import yaml
 
 from egg_core import safeio
-from egg_core.config_files import ResolvedConfig, resolve_config
-from egg_core.config_yaml import compose, decode, load_config_file, load_config_string, to_data
+from egg_core.config.files import ResolvedConfig, resolve_config
+from egg_core.config.parsing import compose, decode, load_config_file, load_config_string, to_data
 from egg_core.errors import ConfigError, EggError, UsageError
 from egg_core.netrules import DEFAULT_PORTS, NetworkRules
-from egg_core.suggest import split_entry
+from egg_core.suggest.network import split_entry
 
 #: an egg.yaml larger than this is not edited (the loader's own limit is far above real files)
 MAX_CONFIG_BYTES = 1024 * 1024
 _PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]*(:[0-9]{1,5})?")
 _DOCUMENT_END = re.compile(r"^\.\.\.[ \t]*(#.*)?$", re.MULTILINE)
 #: why an ``fs`` rule may not be added without the user naming it (None: it may);
-#: :meth:`egg_core.suggest_scope.Scope.review`
+#: :meth:`egg_core.suggest.scope.Scope.review`
 Review = Callable[[str], str | None]
 
 

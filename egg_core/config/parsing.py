@@ -1,4 +1,4 @@
-"""egg.yaml text <-> :class:`~egg_core.config.EggConfig`, with strict validation.
+"""egg.yaml text <-> :class:`~egg_core.config.model.EggConfig`, with strict validation.
 
 Parsing walks PyYAML's node tree rather than the constructed objects so that every error can name
 the line, and so that duplicate keys (which PyYAML silently collapses, losing rules) are errors.
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import yaml
 
-from egg_core.config import (
+from egg_core.config.model import (
     AGENT_DOMAINS,
     FS_MODES,
     NETWORK_MODES,

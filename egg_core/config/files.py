@@ -23,7 +23,7 @@ from typing import Any
 import attrs
 
 from egg_core import observe
-from egg_core.config import (
+from egg_core.config.model import (
     DEFAULT_SOURCE,
     MAX_BASE_DEPTH,
     BaseRef,
@@ -31,7 +31,7 @@ from egg_core.config import (
     default_config,
     merge_configs,
 )
-from egg_core.config_yaml import load_config_file
+from egg_core.config.parsing import load_config_file
 from egg_core.converters import to_tuple
 from egg_core.errors import ConfigError
 from egg_core.paths import egg_home, expand_user, user_home

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 import attrs
 
 from egg_core import observe, pathrules
-from egg_core.gitindex import gitlinks
+from egg_core.git.index import gitlinks
 from egg_core.safeio import read_text
 
 #: bounds on the walk through submodules: a sandbox must not make launches slow

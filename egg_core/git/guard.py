@@ -45,8 +45,8 @@ import attrs
 
 from egg_core import facts as checks
 from egg_core import observe, pathrules
-from egg_core.gitconfig import scrub_config
-from egg_core.gitlayout import (
+from egg_core.git.config import scrub_config
+from egg_core.git.layout import (
     MAX_NESTING,
     MAX_REPOSITORIES,
     Layout,
@@ -113,9 +113,9 @@ def protections(layout: Layout, writable: Writable) -> list[FsEntry]:
 
 def pointer_protections(layout: Layout, home: str, writable: Writable) -> list[FsEntry]:
     """What the configuration git reads here names in places the sandbox could write
-    (:mod:`egg_core.gitpointers`): read-only for the run; a missing hooks directory or included
+    (:mod:`egg_core.git.pointers`): read-only for the run; a missing hooks directory or included
     file whose directory exists is held by an empty one."""
-    from egg_core import gitpointers
+    from egg_core.git import pointers as gitpointers
     from egg_core.paths import host_which
 
     pointed = gitpointers.pointers(layout, home, host_which("git"))

@@ -32,7 +32,7 @@ from typing import Any
 import attrs
 
 from egg_core.hostrun import program_path
-from egg_core.tools import Tool, ToolResult
+from egg_core.tools.model import Tool, ToolResult
 
 #: bytes of each output stream a call returns
 MAX_OUTPUT = 1024 * 1024

@@ -3,8 +3,8 @@
 A tool is defined by a plugin through ``egg_register_tools``: the built-in ``yaml-tools`` plugin
 reads ``$EGG_HOME/tools/*.yaml`` (shell ``run:`` tools), any plugin may add Python-callable ones.
 egg.yaml's ``tools: [name, ...]`` says which a sandbox may call; the runner
-(:mod:`egg_core.toolrunner`) runs them on the host, the tool socket
-(:mod:`egg_core.toolserver`) takes calls from inside a sandbox, and ``egg mcp`` serves the same
+(:mod:`egg_core.tools.runner`) runs them on the host, the tool socket
+(:mod:`egg_core.tools.server`) takes calls from inside a sandbox, and ``egg mcp`` serves the same
 tools to MCP clients.
 """
 
@@ -89,7 +89,7 @@ class Tool:
         """The required parameter a call of ``args`` leaves out, as one line; None when it
         leaves none out. A parameter is its position (``"$1"``…): one is given when the call
         has that many arguments (an empty one counts), as MCP's named ones are given when
-        present. The runner asks this for every caller (:func:`egg_core.toolrunner.refusal`)."""
+        present. The runner asks this for every caller (:func:`egg_core.tools.runner.refusal`)."""
         for position, param in enumerate(self.params):
             if param.required and position >= len(args):
                 return (

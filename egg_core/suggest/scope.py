@@ -1,6 +1,6 @@
 """``egg policy suggest --apply``: which proposed ``rw:`` rules it writes without being asked.
 
-:mod:`egg_core.suggest_fs` refuses to propose a long list of bad places (the home's top, git
+:mod:`egg_core.suggest.fs` refuses to propose a long list of bad places (the home's top, git
 directories, ``bin/``, ``~/.config/git`` …), and that list decides what is *shown*. It cannot
 decide what is *written*: the places a host runs code from have no complete list
 (``~/.ipython/profile_default/startup``, ``~/.oh-my-zsh/custom``, ``~/.cargo/config.toml``,
@@ -40,7 +40,7 @@ when all of these hold:
    while an egg.yaml rule applies to every agent's.
 
 Everything here reads the filesystem as it is now, so the check runs when the suggestion is
-shown and again right before ``--apply`` writes (:mod:`egg_core.suggest_apply`).
+shown and again right before ``--apply`` writes (:mod:`egg_core.suggest.apply`).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from egg_core import pathrules
 from egg_core.paths import expand_user
 from egg_core.policy import EffectivePolicy, home_path, relocations
 from egg_core.profiles import AgentProfile
-from egg_core.suggest_fs import expressible
+from egg_core.suggest.fs import expressible
 
 #: how many entries below a rule's directory are looked at for repositories
 SCAN_LIMIT = 5000

@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from egg_core import observe
-from egg_core.gitconfig import read_config
-from egg_core.gitlayout import Layout
+from egg_core.git.config import read_config
+from egg_core.git.layout import Layout
 from egg_core.paths import expand_user
 
 #: how deep includes are followed (git itself stops at 10)

@@ -1,7 +1,7 @@
 """``egg policy suggest`` for files: the writes a traced run was refused, as ``fs`` rules.
 
 ``egg run --trace`` leaves strace's record of every syscall (``trace.log``, ``strace -f -tt``);
-:mod:`egg_core.suggest_trace` reads it into the refusals — each path call that failed with EROFS,
+:mod:`egg_core.suggest.trace` reads it into the refusals — each path call that failed with EROFS,
 EACCES or EPERM, what it tried to do (create, truncate, append, remove, rename, link, read) and
 the path resolved against its process's working directory. A refused write is what a ``rw:``
 rule would have allowed. This module judges each against the session's policy as egg.yaml gives
@@ -20,7 +20,7 @@ it now:
   not refuse it): listed apart, since no rule can grant more than the host allows.
 
 These lists are advice for what is *shown*; what ``--apply`` writes is decided apart, by a scope
-that is safe by construction (:mod:`egg_core.suggest_scope`): a list of the places a host runs
+that is safe by construction (:mod:`egg_core.suggest.scope`): a list of the places a host runs
 code from cannot be complete.
 
 What is left becomes ``rw:DIR`` (the directory a file was to be created or removed in) or
@@ -38,7 +38,7 @@ from typing import Any
 import attrs
 
 from egg_core import pathrules
-from egg_core.suggest_trace import Refusal
+from egg_core.suggest.trace import Refusal
 
 
 @attrs.define
