@@ -99,6 +99,53 @@ def test_a_cycle_is_found_and_named() -> None:
     assert cycle_in({"a": {"b": "x"}, "b": {}}) is None
 
 
+def module_graph() -> dict[str, dict[str, str]]:
+    """module -> {module it imports: where}, for every module of egg_core and the built-in
+    plugins (``egg_plugins`` is plugins/), type-only and function-level imports included: a
+    cycle of types is still two modules that cannot be understood, or moved, one without the
+    other. ``from package import name`` names the submodule when there is one."""
+    files = {
+        **{".".join(p.relative_to(ROOT).with_suffix("").parts): p for p in CORE.rglob("*.py")},
+        **{
+            "egg_plugins." + ".".join(p.relative_to(ROOT / "plugins").with_suffix("").parts): p
+            for p in (ROOT / "plugins").rglob("*.py")
+        },
+    }
+    modules = {name.removesuffix(".__init__"): path for name, path in files.items()}
+    graph: dict[str, dict[str, str]] = {}
+    for name, path in sorted(modules.items()):
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    module = ".".join([*base, *([node.module] if node.module else [])])
+                else:
+                    module = node.module or ""
+                targets = [
+                    f"{module}.{alias.name}" if f"{module}.{alias.name}" in modules else module
+                    for alias in node.names
+                ]
+            for target in targets:
+                if target in modules and target != name:
+                    where = f"{path.relative_to(ROOT)}:{node.lineno}"
+                    graph.setdefault(name, {}).setdefault(target, where)
+    return graph
+
+
+def test_no_two_modules_import_each_other_even_for_types() -> None:
+    """farm-studio's circles: none, not even of names imported only for type checking (a module
+    that needs another's type says what it needs as a Protocol of its own instead)."""
+    graph = module_graph()
+    cycle = cycle_in(graph)
+    where = [graph[a][b] for a, b in itertools.pairwise(cycle)] if cycle else []
+    assert cycle is None, f"an import cycle: {' -> '.join(cycle or [])} ({', '.join(where)})"
+    assert graph["egg_core.session.daemon"]["egg_core.session.serving"]  # (the scan sees them)
+
+
 #: the modules whose looks at the host decide a launch (what the exec cache stores rests on
 #: them), and in each the functions that run after a run instead (an audit's, a fact builder's:
 #: nothing they see is part of a decision)

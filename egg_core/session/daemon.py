@@ -38,6 +38,7 @@ from typing import Any
 
 from egg_core.errors import EggError
 from egg_core.session import protocol as p
+from egg_core.session.clients import Client
 from egg_core.session.clipboard import ClipboardFilter
 from egg_core.session.serving import (
     BATCH_SIZE,
@@ -46,7 +47,6 @@ from egg_core.session.serving import (
     KILL_GRACE,
     LOW_WATER,
     READ_SIZE,
-    Client,
     SessionServing,
 )
 from egg_core.session.startup import SessionStartup

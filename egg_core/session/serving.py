@@ -14,13 +14,12 @@ import time
 from typing import Any
 
 from egg_core.session import protocol as p
-from egg_core.session.mirror import Drawn
+from egg_core.session.clients import Client
 from egg_core.session.ring import ReplayRing
 from egg_core.session.store import (
     SessionPaths,
     log,
 )
-from egg_core.session.strings import Skip
 from egg_core.session.watching import SessionWatching
 
 HIGH_WATER = 4 * 1024 * 1024  # a client this far behind stops getting live output
@@ -37,49 +36,6 @@ BATCH_SIZE = 1 << 18
 OUTPUT_CHUNK = 1 << 19
 SCREEN_MAX_BYTES = 1 << 20  # egg status --screen renders at most this much with pyte
 SCREEN_BUDGET = 2.0  # ... for at most this many seconds
-
-
-class Client:
-    """One authenticated connection."""
-
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
-        self.writer = writer
-        self.transport = writer.transport
-        self.attached = False
-        self.read_only = False
-        self.rows = 24
-        self.cols = 80
-        self.behind_since: float | None = None
-        #: when it last typed or resized (monotonic): the size goes to the most recent one
-        self.active = 0.0
-        #: the scrollback it asked for (None: the default)
-        self.history: int | None = None
-        #: the rest of a string sequence its repaint dropped unfinished, to take out of the live
-        #: output (None: nothing to take out)
-        self.skip: Skip | None = None
-        #: a read-only watcher of another size: sent frames of the emulated screen, not the
-        #: output (egg_core.session.watching), and what its terminal was last sent of them
-        self.framed = False
-        self.drawn: Drawn | None = None
-
-    def send_live(self, data: bytes) -> None:
-        """Live output, less the rest of a string sequence its repaint dropped."""
-        if self.skip is not None:
-            data = self.skip.feed(data)
-            if self.skip.done:
-                self.skip = None
-            if not data:
-                return
-        self.send(p.OUTPUT, data)
-
-    def send(self, frame_type: int, payload: bytes = b"") -> None:
-        if self.transport.is_closing():
-            return
-        # one write (header + payload): one send() and one wake-up of the client, not two
-        self.transport.write(p.encode_header(frame_type, len(payload)) + payload)
-
-    def buffered(self) -> int:
-        return int(self.transport.get_write_buffer_size())
 
 
 class SessionServing(SessionWatching):

@@ -21,8 +21,8 @@ from egg_core.session import protocol as p
 from egg_core.session.mirror import Mirror
 
 if TYPE_CHECKING:
+    from egg_core.session.clients import Client
     from egg_core.session.ring import ReplayRing
-    from egg_core.session.serving import Client
 
 FRAME_INTERVAL = 0.05  # seconds between two frames while output comes
 RESYNC_BYTES = 1 << 20  # an emulator further behind than this is rebuilt from the last repaint

@@ -25,7 +25,15 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .cgrouprun import Group
+    from typing import Protocol
+
+    class Group(Protocol):
+        """What a budget needs of the sandbox's cgroup (``cgrouprun.Group``): the CPU time of
+        all its processes so far, and a way to kill them all."""
+
+        def cpu_ns(self) -> int | None: ...
+
+        def kill(self) -> None: ...
 
 #: 128 + SIGXCPU
 EXIT_CODE = 152

@@ -15,7 +15,13 @@ import struct
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .socketgate import View
+    from typing import Protocol
+
+    class View(Protocol):
+        """What this module needs of where a thread stands (the gate's ``socketgate.View``):
+        a path resolved as the thread would, to an O_PATH descriptor."""
+
+        def resolve(self, path: bytes) -> int: ...
 
 SOCK_DIAG_BY_FAMILY = 20
 NLM_F_REQUEST = 1
