@@ -239,17 +239,17 @@ import os
 import egg_plugins.platforms.linux.bwrap as bwrap
 
 SUB = {sub!r}
-_entry_args = bwrap._entry_args
+_entry_mounts = bwrap._entry_mounts
 
 
-def entry_args(entry, *args, **kwargs):  # after the trust analysis, before the rule's mounts
+def entry_mounts(entry, *args, **kwargs):  # after the trust analysis, before the rule's mounts
     if entry.path == SUB and os.path.isdir(SUB) and not os.path.islink(SUB):
         os.rename(SUB, SUB + ".orig")
         os.symlink({target!r}, SUB)
-    return _entry_args(entry, *args, **kwargs)
+    return _entry_mounts(entry, *args, **kwargs)
 
 
-bwrap._entry_args = entry_args
+bwrap._entry_mounts = entry_mounts
 """
 
 

@@ -11,14 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from egg_plugins.platforms.linux.bwrap import already_read_only, mount_decisions
+from egg_plugins.platforms.linux.mountplan import already_read_only, decisions_of, read_args
 from tests.linux.conftest import Box
 
 EMPTY = "/run/egg/empty"
 
 
+def mount_decisions(mounts: list[str], empty: str) -> list[tuple[str, str]]:
+    return decisions_of(read_args(mounts), empty)
+
+
 def decided(*mounts: str) -> list[tuple[str, str]]:
-    return mount_decisions(list(mounts), EMPTY, [])
+    return mount_decisions(list(mounts), EMPTY)
 
 
 def test_a_path_under_the_read_only_root_needs_no_mount_of_its_own() -> None:
@@ -76,7 +80,10 @@ def test_a_writable_mount_of_the_same_directory_under_another_name_keeps_the_pro
     alias = tmp_path / "alias"
     alias.mkdir()
     check = (
-        "from egg_plugins.platforms.linux.bwrap import already_read_only, mount_decisions\n"
+        "from egg_plugins.platforms.linux.mountplan import already_read_only, decisions_of\n"
+        "from egg_plugins.platforms.linux.mountplan import read_args\n"
+        "def mount_decisions(mounts, empty, _):\n"
+        "    return decisions_of(read_args(mounts), empty)\n"
         f"conf, config, alias = {str(conf)!r}, {str(conf / 'egg.yaml')!r}, {str(alias)!r}\n"
         f"plan = mount_decisions(['--ro-bind', '/', '/', '--bind', alias, alias], {EMPTY!r}, [])\n"
         "below = alias + '/sub'\n"

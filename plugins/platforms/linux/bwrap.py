@@ -16,7 +16,9 @@ and nothing here raises on a strange path.
 Host unix sockets are not a mount question: ``connect()`` works through a read-only mount, so
 the socket gate (:mod:`.socketgate`) judges every connect instead, at the moment it is made.
 
-Why one module of this size: the mount order is one algorithm; trust analysis is :mod:`.trust`.
+The mounts are a typed plan (:mod:`.mountplan`), computed once and asked what a path already
+is; the argv is rendered from it last. Trust analysis (which rule paths a sandbox could have
+planted) is :mod:`.trust`.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from egg_core.api.platform import depth as _depth
 from egg_core.api.platform import under as _under
 
 from . import bindfds
+from .mountplan import Mount, MountPlan
 from .trust import (
     pinned_entries,
     placeholder_paths,
@@ -118,11 +121,10 @@ def build_args(policy: EffectivePolicy, request: BwrapRequest, bwrap: str = "bwr
         args.append("--new-session")
     if policy.network_need != NEED_FULL:
         args.append("--unshare-net")
-    mounts, remount = _mounts(policy, request)
-    decisions = mount_decisions(mounts, request.empty_file, [])
-    args += mounts
+    plan, remount = _mounts(policy, request)
+    args += plan.args()
     for path in dict.fromkeys(remount):
-        if not _covered_after(decisions, path):
+        if not plan.covered_after(path):
             args += ["--remount-ro", path]
     args += ["--chdir", policy.cwd]
     if request.seccomp_fd is not None:
@@ -176,23 +178,15 @@ def real_sources(args: Sequence[str], bwrap: str, own: Collection[str]) -> list[
     return out
 
 
-def placeholder_args(path: str) -> list[str]:
+def placeholder_mounts(path: str) -> list[Mount]:
     """A placeholder bound onto itself (see :mod:`.placeholders`), its source by the real path
     of its directory as the decision finds it: the file itself is planted only at the spawn."""
     parent, name = os.path.split(path)
-    return ["--ro-bind", os.path.join(observe.realpath(parent), name), path]
+    return [Mount.bind(os.path.join(observe.realpath(parent), name), path, writable=False)]
 
 
-def _covered_after(decisions: Sequence[tuple[str, str]], path: str) -> bool:
-    """Whether a mount made after the last one at ``path`` covers it (``decisions`` from
-    :func:`mount_decisions`): bwrap's --remount-ro of ``path`` would then fail."""
-    last = max((i for i, (root, _) in enumerate(decisions) if root == path), default=-1)
-    return any(_under(path, root) for root, _ in decisions[last + 1 :])
-
-
-def _mounts(policy: EffectivePolicy, request: BwrapRequest) -> tuple[list[str], list[str]]:
-    """The mount arguments in the order bwrap makes them, and the directories to remount
-    read-only.
+def _mounts(policy: EffectivePolicy, request: BwrapRequest) -> tuple[MountPlan, list[str]]:
+    """The mounts in the order bwrap makes them, and the directories to remount read-only.
 
     After the root come the replaced trees and the rules, by the depth of the path they resolve
     to (a replaced tree before a rule at the same path), so that a shallower mount never covers
@@ -202,20 +196,22 @@ def _mounts(policy: EffectivePolicy, request: BwrapRequest) -> tuple[list[str], 
     must not uncover a ``deny`` inside it).
     """
     empty = request.empty_file
-    out: list[str] = []
+    plan = MountPlan(empty)
     if policy.jail:
-        for path in (*JAIL_SYSTEM_PATHS, *request.extra_ro):
-            out += ["--ro-bind-try", path, path]
+        plan.add(
+            Mount.same(path, writable=False, optional=True)
+            for path in (*JAIL_SYSTEM_PATHS, *request.extra_ro)
+        )
     else:
-        out += ["--ro-bind", "/", "/"]
-    # (depth, rank, order, arguments): /tmp, /var/tmp and /run are replaced by a tmpfs
-    blocks: list[tuple[int, int, int, list[str]]] = []
+        plan.add([Mount.same("/", writable=False)])
+    # (depth, rank, order, mounts): /tmp, /var/tmp and /run are replaced by a tmpfs
+    blocks: list[tuple[int, int, int, list[Mount]]] = []
     for order, root in enumerate(TMPFS_ROOTS):
-        block = ["--tmpfs", root]
+        block = [Mount.tmpfs(root)]
         if root == "/run" and policy.network_need == NEED_FULL:
             resolv = observe.realpath("/etc/resolv.conf")
             if resolv.startswith("/run/") and observe.isfile(resolv):
-                block += ["--ro-bind", resolv, resolv]
+                block.append(Mount.same(resolv, writable=False))
         blocks.append((_depth(root), 0, order, block))
     remount: list[str] = []
     placeholders = dict(placeholder_paths(policy))
@@ -230,7 +226,7 @@ def _mounts(policy: EffectivePolicy, request: BwrapRequest) -> tuple[list[str], 
                 _depth(home),
                 len(_MODE_RANK) + 1,
                 1,
-                home_layer_args(home, request.home_layer, request.home_staged),
+                home_layer_mounts(home, request.home_layer, request.home_staged),
             )
         )
     untrusted = untrusted_rules(policy)
@@ -238,46 +234,48 @@ def _mounts(policy: EffectivePolicy, request: BwrapRequest) -> tuple[list[str], 
     entries = pinned_entries(policy)
     for order, entry in enumerate(entries):
         if entry.path in placeholders:
-            block = placeholder_args(entry.path)
+            block = placeholder_mounts(entry.path)
         elif entry.path in untrusted:
             continue
         elif entry.mode == "cache":
-            block = cache_args(entry, request.cache_root)
+            block = cache_mounts(entry, request.cache_root)
         else:
-            block = _entry_args(entry, empty, remount, ruled, staged)
+            block = _entry_mounts(entry, empty, remount, ruled, staged)
         if block:
             rank = 1 + _MODE_RANK[entry.mode]
             blocks.append((_depth(probe(entry.path).real), rank, order, block))
     # The sandbox's own /dev and /proc go after every rule at their depth or above (rw:/proc,
     # a symlink to /) and before deeper ones (rw:/dev/kvm, deny:/proc/kallsyms).
-    blocks.append((1, len(_MODE_RANK) + 1, 0, ["--dev", "/dev", "--proc", "/proc"]))
+    blocks.append((1, len(_MODE_RANK) + 1, 0, [Mount("--dev", "/dev"), Mount("--proc", "/proc")]))
     for _, _, _, block in sorted(blocks, key=lambda b: b[:3]):
-        out += block
+        plan.add(block)
     # For a root caller, uid 0 inside is uid 0 on the host, and most sysctls check nothing but
     # the uid (kernel.core_pattern would run a program as host root). bwrap's own cover of
     # /proc/sys is skipped because the directory itself reports "not writable", so cover it here,
     # after every rule.
-    out += ["--ro-bind", "/proc/sys", "/proc/sys"]
-    out += ["--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger"]
+    plan.add(
+        [
+            Mount.same("/proc/sys", writable=False),
+            Mount.same("/proc/sysrq-trigger", writable=False, optional=True),
+        ]
+    )
     if policy.jail:
         for path in (policy.cwd, policy.home):
             if probe(path).kind == "missing" or not _exposed(path, policy):
-                out += ["--dir", path]
+                plan.add([Mount.dir(path)])
     shielded = []
-    decided = mount_decisions(out, empty, [])  # kept up to date as protections are added
     for entry in policy.protected:
         if entry.path in placeholders:
-            block = placeholder_args(entry.path)
+            block = placeholder_mounts(entry.path)
         elif entry.mode == "deny":
-            block = _entry_args(entry, empty, remount)
+            block = _entry_mounts(entry, empty, remount)
         else:
             real = probe(entry.path).real
-            if entry.mode in ("deny-write", "ro") and already_read_only(decided, real):
+            if entry.mode in ("deny-write", "ro") and plan.already_read_only(real):
                 continue
-            block = _entry_args(entry, empty, remount)
+            block = _entry_mounts(entry, empty, remount)
             shielded.append(real)
-        out += block
-        decided += mount_decisions(block, empty, [])
+        plan.add(block)
     again = []
     for order, entry in enumerate(policy.fs):
         real = probe(entry.path).real
@@ -289,107 +287,14 @@ def _mounts(policy: EffectivePolicy, request: BwrapRequest) -> tuple[list[str], 
         ):
             again.append((_depth(real), _MODE_RANK[entry.mode], order, entry))
     for _, _, _, entry in sorted(again, key=lambda item: item[:3]):
-        out += _entry_args(entry, empty, remount, ruled)
+        plan.add(_entry_mounts(entry, empty, remount, ruled))
     if request.net_dir:
-        out += ["--ro-bind", request.net_dir, NET_DIR_INSIDE]
+        plan.add([Mount.bind(request.net_dir, NET_DIR_INSIDE, writable=False)])
     if request.shared_dir:
-        out += ["--bind", request.shared_dir, SHARED_DIR_INSIDE]
+        plan.add([Mount.bind(request.shared_dir, SHARED_DIR_INSIDE, writable=True)])
     if request.tools_dir:
-        out += ["--ro-bind", request.tools_dir, TOOLS_DIR_INSIDE]
-    return out, remount
-
-
-def mount_decisions(
-    mounts: Sequence[str], empty_file: str, remount: Sequence[str]
-) -> list[tuple[str, str]]:
-    """What each mount of ``mounts`` (bwrap arguments, in order) does to the host paths below
-    it: ``(path, "rw" | "ro" | "hidden")``. A bind of some other source (egg's own
-    directories, the empty file over a denied file) hides the host's path."""
-    decisions: list[tuple[str, str]] = []
-    i = 0
-    while i < len(mounts):
-        op = mounts[i]
-        if op in ("--bind", "--bind-try", "--ro-bind", "--ro-bind-try"):
-            source, dest = mounts[i + 1], mounts[i + 2]
-            state = "rw" if op.startswith("--bind") else "ro"
-            decisions.append((dest, state if source == dest and source != empty_file else "hidden"))
-            i += 3
-        elif op in ("--tmpfs", "--dev", "--proc"):
-            decisions.append((mounts[i + 1], "hidden"))
-            i += 2
-        elif op == "--dir":  # only makes the directory (in the sandbox's root); covers nothing
-            i += 2
-        elif op == "--symlink":  # a link in the home layer, as the host's home has it
-            i += 3
-        else:
-            raise ValueError(f"not a mount argument: {op}")
-    for path in remount:
-        for index in range(len(decisions) - 1, -1, -1):
-            if decisions[index][0] == path:
-                if decisions[index][1] == "rw":
-                    decisions[index] = (path, "ro")
-                break
-    return decisions
-
-
-def already_read_only(decisions: Sequence[tuple[str, str]], real: str) -> bool:
-    """Whether the host's tree at ``real`` is already what the sandbox sees there, read-only,
-    after the mounts behind ``decisions``: the last mount at or above it is the host's own path
-    bound read-only (the root, say), and nothing was mounted at or below ``real`` after it. A
-    protection's own read-only bind would then change nothing but cost bwrap a mount (each
-    reads the mount table again: about 0.2 ms). A mount beneath ``real`` made before the
-    covering one is covered by it (bwrap binds the host's tree, not the sandbox's).
-
-    Names alone do not settle "at or above": on a case-insensitive directory (ext4 or tmpfs
-    casefold, vfat) ``rw:/mnt/x/Tools`` is the directory ``/mnt/x/tools/egg.yaml`` is in, and a
-    host bind mount shows one directory under two names. So a writable mount that is, by device
-    and inode, ``real`` or one of its directories keeps the protection, whatever its name."""
-    if _reached_by_a_writable_mount(decisions, real):
-        return False
-    covering = max(
-        (i for i, (path, _) in enumerate(decisions) if _under(real, path)),
-        default=-1,
-    )
-    if covering < 0:
-        return False
-    if decisions[covering][1] != "ro":
-        return False
-    return not any(_under(later, real) for later, _ in decisions[covering + 1 :])
-
-
-def _reached_by_a_writable_mount(decisions: Sequence[tuple[str, str]], real: str) -> bool:
-    """Whether a writable mount is ``real``, one of its directories, or below it, compared by
-    what the paths are on the host (device, inode: observed, so the exec cache re-checks them)
-    — a protection mounted after a writable mount below it covers that one too."""
-    writable = [path for path, state in decisions if state == "rw"]
-    if not writable:
-        return False
-    mine = _identities_up(real)
-    if not mine:
-        return False
-    target = mine[0]
-    return any(
-        target in (theirs := _identities_up(path)) or (theirs and theirs[0] in mine)
-        for path in writable
-    )
-
-
-def _identities_up(path: str) -> list[tuple[int, int]]:
-    """(device, inode) of ``path`` and of each directory above it, nearest first; empty when
-    ``path`` itself is missing."""
-    found = []
-    current = path
-    while True:
-        st = observe.lstat_or_none(current)
-        if st is None:
-            if current == path:
-                return []
-        else:
-            found.append((st.st_dev, st.st_ino))
-        parent = os.path.dirname(current)
-        if parent == current:
-            return found
-        current = parent
+        plan.add([Mount.bind(request.tools_dir, TOOLS_DIR_INSIDE, writable=False)])
+    return plan, remount
 
 
 def _exposed(path: str, policy: EffectivePolicy) -> bool:
@@ -400,13 +305,13 @@ def _exposed(path: str, policy: EffectivePolicy) -> bool:
     )
 
 
-def _entry_args(
+def _entry_mounts(
     entry: FsEntry,
     empty_file: str,
     remount: list[str],
     ruled: Sequence[tuple[str, str]] = (),
     staged: frozenset[str] = frozenset(),
-) -> list[str]:
+) -> list[Mount]:
     """One rule's mounts. A prefix sibling in ``staged`` is the home layer's own copy (replaced
     atomically there): never bound over."""
     if entry.path == "/":
@@ -416,29 +321,29 @@ def _entry_args(
         return []
     real = fact.real
     if entry.mode in ("rw", "ro", "deny-write", "rw-prefix"):
-        flag = "--bind" if entry.mode in ("rw", "rw-prefix") else "--ro-bind"
-        result = [flag, real, real]
+        writable = entry.mode in ("rw", "rw-prefix")
+        result = [Mount.same(real, writable=writable)]
         if entry.mode == "rw-prefix":
             for sibling in prefix_siblings(entry.path):
                 if sibling in staged:
                     continue
                 sib = probe(sibling)
                 if sib.kind != "missing" and sib.real != real and not planted_link(sibling, ruled):
-                    result += ["--bind", sib.real, sib.real]
+                    result.append(Mount.same(sib.real, writable=True))
         return result
     # deny
     if fact.kind == "dir":
         remount.append(real)
-        return ["--tmpfs", real]
-    return ["--ro-bind", empty_file, real]
+        return [Mount.tmpfs(real)]
+    return [Mount.bind(empty_file, real, writable=False)]
 
 
-def home_layer_args(home: str, layer: str, staged: Sequence[str]) -> list[str]:
+def home_layer_mounts(home: str, layer: str, staged: Sequence[str]) -> list[Mount]:
     """The home layer (see egg_core.homefiles): ``layer`` bound over ``home``, and every entry
     of the host's home bound back into it read-only — a symlink recreated as the same symlink,
     an entry gone by the time bwrap mounts skipped — except the ``staged`` names, whose copies
     the layer holds. What the rules say about deeper paths is mounted after this."""
-    out = ["--bind", layer, home]
+    out = [Mount.bind(layer, home, writable=True)]
     try:
         names = sorted(observe.listdir(home))
     except OSError:
@@ -452,13 +357,13 @@ def home_layer_args(home: str, layer: str, staged: Sequence[str]) -> list[str]:
                 raise OSError
             target = os.readlink(path)
         except OSError:
-            out += ["--ro-bind-try", path, path]
+            out.append(Mount.same(path, writable=False, optional=True))
         else:
-            out += ["--symlink", target, path]
+            out.append(Mount.symlink(target, path))
     return out
 
 
-def cache_args(entry: FsEntry, cache_root: str | None) -> list[str]:
+def cache_mounts(entry: FsEntry, cache_root: str | None) -> list[Mount]:
     """A ``cache:`` rule: the sandbox's own directory bound where the host's cache is, so what
     it leaves there (a built wheel, an npx package, a crate's build script) never runs at the
     host's next build, and every sandbox run finds what earlier ones cached. A missing path, or
@@ -466,7 +371,7 @@ def cache_args(entry: FsEntry, cache_root: str | None) -> list[str]:
     fact = probe(entry.path)
     if cache_root is None or fact.kind != "dir":
         return []
-    return ["--bind", sandbox_cache_dir(cache_root, fact.real), fact.real]
+    return [Mount.bind(sandbox_cache_dir(cache_root, fact.real), fact.real, writable=True)]
 
 
 def cache_sources(policy: EffectivePolicy, cache_root: str) -> list[str]:

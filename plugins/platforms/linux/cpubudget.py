@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
         def kill(self) -> None: ...
 
+
 #: 128 + SIGXCPU
 EXIT_CODE = 152
 MIN_INTERVAL = 0.02

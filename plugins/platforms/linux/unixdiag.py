@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
         def resolve(self, path: bytes) -> int: ...
 
+
 SOCK_DIAG_BY_FAMILY = 20
 NLM_F_REQUEST = 1
 NLMSG_ERROR = 2
