@@ -178,7 +178,7 @@ def test_jsonc_is_understood_and_written_back_as_json_only_when_commands_go() ->
 
 
 def test_codex_profile_files_are_guarded_like_its_config(tmp_path: Path) -> None:
-    from egg_core.launch import settings_files, settings_keys
+    from egg_core.persistence import settings_files, settings_keys
     from egg_core.resolution import resolve_policy
     from tests.policy.conftest import config, profile
 
@@ -367,7 +367,7 @@ def test_snapshot_reverts_dotenv_variables_and_keeps_comments(tmp_path: Path) ->
 
 
 def test_planning_binds_the_workspace_into_the_keys(tmp_path: Path) -> None:
-    from egg_core.launch import settings_keys
+    from egg_core.persistence import settings_keys
     from egg_core.resolution import resolve_policy
     from tests.policy.conftest import config, profile
 

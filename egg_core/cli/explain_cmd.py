@@ -47,7 +47,8 @@ def explain_data(ns: argparse.Namespace, ctx: Context) -> dict[str, Any]:
     """What ``egg explain`` shows. A name that is no agent is explained as the command it names
     (as ``egg run`` runs it); no agent and no command either is the error ``egg run`` gives."""
     from egg_core import registry
-    from egg_core.launch import agent_guards, find_command, plan_launch
+    from egg_core.launch import find_command, plan_launch
+    from egg_core.persistence import agent_guards
 
     cwd = Path(os.getcwd())
     plan = plan_launch(

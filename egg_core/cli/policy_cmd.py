@@ -6,7 +6,11 @@
 observe}``, ``egg run --trace``), then suggest, then ``--apply``, then switch to ``mode:
 enforce``. ``--apply`` writes an ``fs`` rule by itself only inside the project or the recorded
 agent's own directories (:mod:`egg_core.suggest.scope`); every other one is shown for review with
-the line to add, and written only when named with ``--include``."""
+the line to add, and written only when named with ``--include``.
+
+Why one module of this size: one command's arguments, its sources (a session, logs, traces) and
+its three outputs (text, JSON, the edit) must agree on what was found; what is found is the
+``egg_core.suggest`` package's."""
 
 from __future__ import annotations
 

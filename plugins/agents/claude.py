@@ -57,6 +57,10 @@ Sources checked (stored copies, 2026):
   a folder above that is trusted needs no dialog), so ``/`` trusts every folder; claude records
   it for the git root of the folder it starts in (a run in a subdirectory of a repository asks
   again: its answer is for a folder beyond the workspace).
+
+Why one module of this size: an agent plugin is one file a third party can copy — the profile
+(its holes and their reasons), where its transcripts are and how they read — and Claude Code's
+are the largest.
 """
 
 from __future__ import annotations

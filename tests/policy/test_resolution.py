@@ -260,7 +260,7 @@ def test_a_relocating_variable_moves_the_writable_state_dir(agent, variable, mov
 
 
 def test_claude_config_dir_moves_its_state_file_and_settings_too():
-    from egg_core.launch import settings_files
+    from egg_core.persistence import settings_files
 
     policy = resolve("claude", environ={"CLAUDE_CONFIG_DIR": "~/alt"})
     files = settings_files(policy, profile("claude"), config(""))
@@ -271,7 +271,7 @@ def test_claude_config_dir_moves_its_state_file_and_settings_too():
 
 
 def test_opencode_config_dir_is_writable_and_guarded_when_set():
-    from egg_core.launch import settings_files, settings_keys
+    from egg_core.persistence import settings_files, settings_keys
 
     policy = resolve("opencode", environ={"OPENCODE_CONFIG_DIR": "/srv/oc"})
     files = settings_files(policy, profile("opencode"), config(""))

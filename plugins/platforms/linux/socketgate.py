@@ -33,6 +33,12 @@ names egg's process); the user is the same.
 Limits: a sandbox holds at most :data:`MAX_OWN` sockets of its own at once; calls of the i386 and
 x32 ABIs are refused; a relative path is resolved from the caller's working directory as the
 caller sees it. Without egg (its process killed) every ``connect`` fails: the gate fails closed.
+
+Why one module of this size: the listener's loop (receive a notification, judge it, carry it out,
+answer) is one protocol with the kernel whose steps share each notification's lifetime and the
+sandbox's own sockets; the filters are :mod:`.gate_filter`, the kernel ABI :mod:`.gate_abi`, the
+socket diagnostics :mod:`.unixdiag`. It is on the exec cache's fast path, which every split
+would make import one more module.
 """
 
 from __future__ import annotations
