@@ -182,15 +182,69 @@ def origin_of(spec: str) -> str | None:
     return origin
 
 
-def code_at(spec: str, origin: str) -> Any:
+def code_at(spec: object, origin: object) -> Any:
     """The function ``spec`` names, if its module is the file ``origin`` the cache recorded;
     None otherwise. This, not the module's name, is what admits code to a cached launch: a hit
     runs the code that prepared it (its contents are among the entry's facts) whichever
-    plugin it belongs to, and nothing else."""
-    if not isinstance(spec, str) or not isinstance(origin, str) or origin_of(spec) != origin:
+    plugin it belongs to, and nothing else.
+
+    Nothing of another file runs to find out: the module's file, and each of its packages'
+    ``__init__.py`` (the directories above ``origin``), are located through the import system's
+    finders before any of them is imported, top down, so a name that now leads elsewhere is a
+    miss before that elsewhere is executed."""
+    if not isinstance(spec, str) or not isinstance(origin, str):
         return None
-    module_name, _, function = spec.partition(":")
-    return getattr(module(module_name), function)
+    module_name, colon, function = spec.partition(":")
+    if not colon or not module_name or not function:
+        return None
+    parts = module_name.split(".")
+    container = os.path.dirname(origin)
+    if os.path.basename(origin) == "__init__.py":
+        container = os.path.dirname(container)
+    expected = []
+    for _ in parts[:-1]:
+        expected.append(os.path.join(container, "__init__.py"))
+        container = os.path.dirname(container)
+    expected.reverse()
+    for index, file in enumerate([*expected, origin]):
+        if located(".".join(parts[: index + 1])) != file:
+            return None
+    found = getattr(module(module_name), function, None)
+    return found if callable(found) else None
+
+
+def located(name: str) -> str | None:
+    """The file module ``name`` is, or would be, loaded from, without running it (its packages
+    are imported, as any import of it would): its ``__file__`` when it is loaded, else what the
+    import system's finders (``sys.meta_path``) say; None for no file (a namespace package, a
+    built-in, nothing found)."""
+    import sys
+
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        origin = getattr(loaded, "__file__", None)
+        return origin if isinstance(origin, str) else None
+    parent = name.rpartition(".")[0]
+    path = None
+    if parent:
+        try:
+            path = getattr(module(parent), "__path__", None)
+        except Exception:
+            return None
+        if path is None:
+            return None
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        if find is None:
+            continue
+        try:
+            spec = find(name, path)
+        except Exception:
+            return None
+        if spec is not None:
+            origin = spec.origin if spec.has_location else None
+            return origin if isinstance(origin, str) else None
+    return None
 
 
 def module(name: str) -> Any:

@@ -147,6 +147,32 @@ def test_a_checker_loaded_from_another_file_than_recorded_never_matches(
     assert not mark.exists()  # refused before it was called
 
 
+def test_code_a_name_now_leads_to_in_another_file_never_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The name's file is compared before the module is imported: a module (or a package's
+    ``__init__``) that another file now provides under the recorded name is never executed,
+    not even its top level."""
+    mark = tmp_path / "imported"
+    recorded = tmp_path / "recorded" / "thirdparty_pkg" / "facts.py"
+    planted = tmp_path / "planted" / "thirdparty_pkg"
+    planted.mkdir(parents=True)
+    for name in ("__init__.py", "facts.py"):
+        (planted / name).write_text(
+            f"open({str(mark)!r}, 'a').write({name!r} + '\\n')\ndef answer():\n    return 42\n"
+        )
+    monkeypatch.syspath_prepend(str(planted.parent))
+    for name in ("thirdparty_pkg", "thirdparty_pkg.facts"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+
+    assert code_at("thirdparty_pkg.facts:answer", str(recorded)) is None
+    assert not mark.exists()  # neither the package nor the module ran
+    # where it was recorded, the same name is admitted (and only then imported)
+    found = code_at("thirdparty_pkg.facts:answer", str(planted / "facts.py"))
+    assert found is not None and found() == 42
+    assert mark.read_text().split() == ["__init__.py", "facts.py"]
+
+
 @pytest.mark.parametrize(
     "spec", ["thirdparty_facts", "thirdparty_facts:", ":answer", "thirdparty_facts:missing"]
 )
