@@ -54,6 +54,7 @@ from egg_core.api.platform import (
     NEED_FULL,
     NEED_NONE,
     host_which,
+    observe,
     under,
     writable_under,
 )
@@ -274,7 +275,7 @@ class LinuxNamespaces(Platform):
             empty = bw.empty_file(launch.work_dir)
         # as bwrap's options name it (a bind's source by its real path: bw.real_sources), so
         # that the masks it makes are found (linux.vanishing), $EGG_HOME below a symlink too
-        empty = os.path.realpath(empty)
+        empty = os.path.realpath(empty)  # not a fact: egg's own file
         seccomp_fd = fastrun.away_from(sc.open_bpf_fd(cache), COMMAND_STDERR_FD)
         prepared.add_cleanup(_closer(seccomp_fd))
         status_read, status_write = os.pipe()
@@ -302,7 +303,9 @@ class LinuxNamespaces(Platform):
             shared_dir=str(launch.shared_dir) if launch.shared_dir else None,
             cache_root=str(launch.egg_home),
             # per-run: by its real path, so that no fact of the run is taken of it
-            home_layer=os.path.realpath(launch.home_layer) if launch.home_layer else None,
+            home_layer=os.path.realpath(launch.home_layer)  # not a fact: made for this run
+            if launch.home_layer
+            else None,
             home_staged=launch.home_staged,
         )
         for source in bw.cache_sources(policy, str(launch.egg_home)):
@@ -440,7 +443,9 @@ class LinuxNamespaces(Platform):
         for index, arg in enumerate(argv[:-1]):
             if arg in ("--seccomp", "--json-status-fd"):
                 argv[index + 1] = table[argv[index + 1]]
-        layer = os.path.realpath(launch.home_layer) if launch.home_layer else None
+        layer = None
+        if launch.home_layer:
+            layer = os.path.realpath(launch.home_layer)  # not a fact: made for this run
         net = str(launch.work_dir / "net")
         # every path the command line names must still be what it was (egg's own files among
         # them: the empty file, the cache directories); the home layer and the network's
@@ -520,7 +525,7 @@ def named_sockets(policy: EffectivePolicy) -> tuple[list[str], list[str]]:
 
 def _is_socket(path: str) -> bool:
     try:
-        return stat.S_ISSOCK(os.stat(path).st_mode)
+        return stat.S_ISSOCK(observe.stat(path).st_mode)
     except OSError:
         return False
 

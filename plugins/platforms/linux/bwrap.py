@@ -173,7 +173,8 @@ def real_sources(args: Sequence[str], bwrap: str, own: Collection[str]) -> list[
     out = list(args)
     for index in bindfds.options(args, bwrap):
         source = out[index + 1]
-        if out[index] in BIND_OPTIONS and source in own and os.path.realpath(source) != source:
+        own_real = source in own and os.path.realpath(source) == source  # not a fact: see above
+        if out[index] in BIND_OPTIONS and source in own and not own_real:
             out[index + 1] = observe.realpath(source)
     return out
 
@@ -355,7 +356,7 @@ def home_layer_mounts(home: str, layer: str, staged: Sequence[str]) -> list[Moun
         try:
             if not observe.islink(path):
                 raise OSError
-            target = os.readlink(path)
+            target = os.readlink(path)  # not a fact: a link's target is its identity's
         except OSError:
             out.append(Mount.same(path, writable=False, optional=True))
         else:
@@ -384,7 +385,7 @@ def empty_file(directory: Path) -> str:
     """A read-only empty regular file to mount over denied files (created once, then reused)."""
     path = directory / "empty"
     try:
-        st = os.lstat(path)
+        st = os.lstat(path)  # not a fact: egg's own file, checked at every launch
         if stat.S_ISREG(st.st_mode) and st.st_size == 0 and st.st_uid == os.getuid():
             return str(path)
         os.unlink(path)

@@ -9,7 +9,6 @@ logged by :class:`egg_core.netproxy.FilteringProxy` on the host) or a forwarded 
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -53,7 +52,7 @@ def bridged(listens: list[str], argv: list[str]) -> list[str]:
     """``argv`` run under the bridge, listening as ``listens`` says (see :func:`plan`)."""
     # The bridge is copied next to the sockets (start) and runs with the interpreter's real
     # path: egg may be installed where the sandbox cannot see it (a checkout under /tmp).
-    python = os.path.realpath(sys.executable)
+    python = observe.realpath(sys.executable)
     return [python, "-I", "-S", f"{bw.NET_DIR_INSIDE}/bridge.py", *listens, "--", *argv]
 
 
