@@ -60,7 +60,16 @@ from egg_core.api.platform import (
 )
 from egg_core.api.platform import capabilities as caps
 
-from .linux import bindfds, cpubudget, fastrun, gate_filter, network, socketgate, vanishing
+from .linux import (
+    bindfds,
+    cpubudget,
+    fastrun,
+    gate_filter,
+    network,
+    socketgate,
+    sshroute,
+    vanishing,
+)
 from .linux import bwrap as bw
 from .linux.placeholders import Held
 from .linux.placeholders import plant as plant_placeholders
@@ -220,7 +229,23 @@ class LinuxNamespaces(Platform):
             else "  abstract names: the host's (network: '*' shares its namespace)"
         )
         lines.append("refused (EACCES): every other unix socket; unix datagram sockets")
-        return {"unix sockets": "\n".join(lines)}
+        detail = {"unix sockets": "\n".join(lines)}
+        if "proxy.sock" in network.plan(launch.policy)[1].values():
+            kept = sshroute.known_hosts(launch.policy)
+            detail["ssh"] = "\n".join(
+                [
+                    "hole: ssh goes through egg's filtering proxy (ssh ignores HTTPS_PROXY and "
+                    "the sandbox has no resolver): egg's /etc/ssh/ssh_config inside sets a "
+                    "ProxyCommand, so an allowed HOST:PORT reaches its server, decided and "
+                    "logged like any request, and any other is refused naming the egg.yaml "
+                    "entry that would allow it",
+                    f"hole: host keys: {len(kept)} line(s) of the known_hosts files for the "
+                    "allowed hosts, read-only at /run/egg-ssh/known_hosts (the rest of ~/.ssh "
+                    "stays denied)",
+                    "no ssh agent inside: the host's agent socket stays masked",
+                ]
+            )
+        return detail
 
     def command(self, launch: Launch) -> list[str]:
         policy = launch.policy
@@ -289,8 +314,11 @@ class LinuxNamespaces(Platform):
 
         listens, sockets = network.plan(policy)
         net_dir = None
+        ssh_route = None
         if sockets:
             net_dir = network.start(launch, policy, sockets, prepared)
+        if "proxy.sock" in sockets.values():
+            ssh_route = sshroute.prepare(launch.egg_home, policy)
         request = bw.BwrapRequest(
             argv=self._argv(launch, listens),
             empty_file=empty,
@@ -307,6 +335,7 @@ class LinuxNamespaces(Platform):
             if launch.home_layer
             else None,
             home_staged=launch.home_staged,
+            ssh_route=ssh_route,
         )
         for source in bw.cache_sources(policy, str(launch.egg_home)):
             os.makedirs(source, mode=0o700, exist_ok=True)

@@ -37,7 +37,7 @@ from egg_core.api.platform import NEED_FULL, observe, sandbox_cache_dir
 from egg_core.api.platform import depth as _depth
 from egg_core.api.platform import under as _under
 
-from . import bindfds
+from . import bindfds, sshroute
 from .mountplan import Mount, MountPlan
 from .trust import (
     pinned_entries,
@@ -96,6 +96,9 @@ class BwrapRequest:
     #: bound back into it, except ``home_staged`` (names whose copies the layer holds)
     home_layer: str | None = None
     home_staged: Sequence[str] = ()
+    #: the ssh route's directory (:mod:`.sshroute`), bound read-only at ROUTE_INSIDE with its
+    #: config over the system's; None: no route (the network is not filtered)
+    ssh_route: str | None = None
 
 
 def build_args(policy: EffectivePolicy, request: BwrapRequest, bwrap: str = "bwrap") -> list[str]:
@@ -152,6 +155,11 @@ def own_sources(policy: EffectivePolicy, request: BwrapRequest) -> frozenset[str
         request.shared_dir,
         request.tools_dir,
         request.home_layer,
+        *(
+            [request.ssh_route, os.path.join(request.ssh_route, "ssh_config")]
+            if request.ssh_route
+            else []
+        ),
         *request.extra_ro,
         *(JAIL_SYSTEM_PATHS if policy.jail else ()),
         *(cache_sources(policy, request.cache_root) if request.cache_root else ()),
@@ -295,6 +303,11 @@ def _mounts(policy: EffectivePolicy, request: BwrapRequest) -> tuple[MountPlan, 
         plan.add([Mount.bind(request.shared_dir, SHARED_DIR_INSIDE, writable=True)])
     if request.tools_dir:
         plan.add([Mount.bind(request.tools_dir, TOOLS_DIR_INSIDE, writable=False)])
+    if request.ssh_route:
+        plan.add(
+            Mount.bind(source, dest, writable=False)
+            for source, dest in sshroute.mounts_for(request.ssh_route)
+        )
     return plan, remount
 
 

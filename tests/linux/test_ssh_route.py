@@ -1,0 +1,276 @@
+"""ssh and git over SSH inside the sandbox, against a real ``sshd`` on loopback: through egg's
+filtering proxy (allowed ``HOST:PORT`` only, decided and logged), with the host user's known_hosts
+lines for allowed hosts (a server presenting another key is refused), nothing of the user's
+``~/.ssh`` readable and nothing the sandbox does reaching it.
+
+The server's name resolves through the test network seam (``EGG_TEST_NETWORK``: a public-looking
+address whose connections go to the sshd's loopback port), so the proxy's checks run as in
+production. The client's key is a file of the workspace given with ``-i``: the user's own keys
+stay unreadable (the agent filter is what gives a sandbox the use of them).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.linux.conftest import Box
+
+SSHD = "/usr/sbin/sshd"
+HOST = "git.example.test"
+PUBLIC = "93.184.216.40"  # public-looking: the proxy refuses non-public addresses
+
+
+class Server:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.port = 0
+        self.host_key = root / "host_key"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def public_key(self) -> str:
+        """``TYPE BASE64`` of the server's host key."""
+        return " ".join((self.host_key.with_suffix(".pub")).read_text().split()[:2])
+
+
+def _keygen(path: Path) -> None:
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True, timeout=30
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def sshd(box: Box, tmp_path: Path) -> Iterator[Server]:
+    """A real sshd on a loopback port, run by the test (root), that lets the box's client key
+    in as root and runs what it is asked (``git-upload-pack`` included)."""
+    if not (shutil.which("ssh") and os.access(SSHD, os.X_OK)):
+        pytest.fail("needs openssh-client and openssh-server (scripts/setup installs them)")
+    root = tmp_path / "sshd"
+    root.mkdir()
+    server = Server(root)
+    _keygen(server.host_key)
+    client = box.workspace / "client_key"
+    _keygen(client)
+    for path in (client, client.with_suffix(".pub")):
+        os.chown(path, box.identity.uid, box.identity.gid)
+    (root / "authorized_keys").write_text(client.with_suffix(".pub").read_text())
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+    for _attempt in range(5):
+        server.port = _free_port()
+        config = root / "sshd_config"
+        config.write_text(
+            f"Port {server.port}\nListenAddress 127.0.0.1\nHostKey {server.host_key}\n"
+            f"PidFile none\nAuthorizedKeysFile {root}/authorized_keys\nStrictModes no\n"
+            "UsePAM no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+            "KbdInteractiveAuthentication no\nLogLevel VERBOSE\n"
+        )
+        server.proc = subprocess.Popen(
+            [SSHD, "-D", "-e", "-f", str(config)],
+            stdout=subprocess.DEVNULL,
+            stderr=open(root / "sshd.log", "wb"),  # noqa: SIM115
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and server.proc.poll() is None:
+            try:
+                socket.create_connection(("127.0.0.1", server.port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        if server.proc.poll() is None:
+            break
+    assert server.proc is not None and server.proc.poll() is None, (root / "sshd.log").read_text()
+    try:
+        yield server
+    finally:
+        server.proc.terminate()
+        server.proc.wait(timeout=10)
+
+
+def seam(server: Server) -> dict[str, str]:
+    return {"EGG_TEST_NETWORK": f"{HOST}={PUBLIC}@127.0.0.1:{server.port}"}
+
+
+def known_hosts(box: Box, *lines: str) -> Path:
+    path = box.home / ".ssh" / "known_hosts"
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines))
+    for p in (path.parent, path):
+        os.chown(p, box.identity.uid, box.identity.gid)
+    return path
+
+
+def hashed(name: str) -> str:
+    salt = os.urandom(20)
+    digest = hmac.new(salt, name.encode(), hashlib.sha1).digest()
+    return f"|1|{base64.b64encode(salt).decode()}|{base64.b64encode(digest).decode()}"
+
+
+SSH = ("ssh", "-i", "client_key", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes")
+
+
+def test_ssh_reaches_an_allowed_host_through_the_proxy_with_its_known_host_key(
+    box: Box, sshd: Server
+) -> None:
+    """``network: [HOST:22]`` and the user's (hashed) known_hosts line for it: ssh inside runs
+    a command on the server with strict host key checking, through the proxy, logged."""
+    known_hosts(box, f"{hashed(HOST)} {sshd.public_key}", f"other.example.org {sshd.public_key}")
+    log = box.home / "network.log"
+
+    result = box.exec(
+        *SSH, f"root@{HOST}", "echo", "over-ssh", config={"network": [f"{HOST}:22"]},
+        env=seam(sshd), options=["--network-log", str(log)],
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "over-ssh"
+    decisions = [json.loads(line) for line in log.read_text().splitlines()]
+    assert any(d.get("host") == HOST and d.get("port") == 22 and d["decision"] == "allow"
+               for d in decisions), decisions  # fmt: skip
+
+
+def test_only_the_allowed_hosts_known_hosts_lines_are_visible_and_read_only(
+    box: Box, sshd: Server
+) -> None:
+    kept = f"{HOST} {sshd.public_key}"
+    path = known_hosts(box, kept, f"secret-host.corp.example {sshd.public_key}")
+
+    result = box.exec(
+        "sh", "-c", "cat /run/egg-ssh/known_hosts; echo x >> /run/egg-ssh/known_hosts; "
+        f"cat {path}",
+        config={"network": [f"{HOST}:22"]}, env=seam(sshd),
+    )  # fmt: skip
+
+    assert kept in result.stdout
+    assert "secret-host" not in result.stdout  # neither the copy nor the user's file shows it
+    assert "Read-only file system" in result.stderr or "Permission denied" in result.stderr
+    assert path.read_text().count("\n") == 2  # the host's file is untouched
+
+
+def test_a_server_presenting_another_key_under_an_allowed_name_is_refused(
+    box: Box, sshd: Server, tmp_path: Path
+) -> None:
+    other = tmp_path / "other_key"
+    _keygen(other)
+    known_hosts(box, f"{HOST} " + " ".join(other.with_suffix(".pub").read_text().split()[:2]))
+
+    result = box.exec(
+        *SSH, f"root@{HOST}", "echo", "over-ssh", config={"network": [f"{HOST}:22"]},
+        env=seam(sshd),
+    )  # fmt: skip
+
+    assert result.returncode != 0 and "over-ssh" not in result.stdout
+    assert "IDENTIFICATION HAS CHANGED" in result.stderr or "verification failed" in result.stderr
+
+
+def test_ssh_to_a_port_the_allowlist_does_not_name_fails_naming_the_entry(
+    box: Box, sshd: Server
+) -> None:
+    """``HOST`` alone allows 80 and 443: ssh on 22 is refused by the proxy, and the message
+    says which egg.yaml entry would allow it."""
+    known_hosts(box, f"{HOST} {sshd.public_key}")
+
+    result = box.exec(*SSH, f"root@{HOST}", "true", config={"network": [HOST]}, env=seam(sshd))
+
+    assert result.returncode == 255
+    assert f"add {HOST}:22 to network: in egg.yaml" in result.stderr, result.stderr
+
+
+def test_git_clones_and_pushes_over_ssh_through_the_proxy(
+    box: Box, sshd: Server, tmp_path: Path
+) -> None:
+    """scp-style ``root@HOST:path`` and ``ssh://`` URLs: git finds egg's route through the
+    system ssh config, whatever the agent's own settings."""
+    repo = tmp_path / "served.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(repo)], check=True)
+    seed = tmp_path / "seed"
+    subprocess.run(["git", "init", "-q", str(seed)], check=True)
+    (seed / "README").write_text("served over ssh\n")
+    git = ["git", "-C", str(seed), "-c", "user.name=t", "-c", "user.email=t@example.test"]
+    subprocess.run([*git, "add", "README"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "seed"], check=True)
+    subprocess.run([*git, "push", "-q", str(repo), "HEAD:refs/heads/main"], check=True)
+    known_hosts(box, f"{HOST} {sshd.public_key}")
+    key = box.workspace / "client_key"
+    ssh_command = f"ssh -i {key} -o BatchMode=yes -o StrictHostKeyChecking=yes"
+    script = (
+        f"git -c core.sshCommand='{ssh_command}' clone -q root@{HOST}:{repo} scp-style && "
+        f"git -c core.sshCommand='{ssh_command}' clone -q ssh://root@{HOST}/{repo} url-style && "
+        "cd url-style && echo more >> README && "
+        "git -c user.name=a -c user.email=a@example.test commit -qam more && "
+        f"git -c core.sshCommand='{ssh_command}' push -q origin HEAD:refs/heads/pushed"
+    )
+
+    result = box.exec("sh", "-c", script, config={"network": [f"{HOST}:22"]}, env=seam(sshd))
+
+    assert result.returncode == 0, result.stderr
+    assert (box.workspace / "scp-style" / "README").read_text() == "served over ssh\n"
+    pushed = subprocess.run(
+        ["git", "-C", str(repo), "log", "--format=%s", "pushed"], capture_output=True, text=True
+    )
+    assert pushed.stdout.split() == ["more", "seed"]
+
+
+def test_explain_lists_the_ssh_route_and_the_host_keys(box: Box) -> None:
+    known_hosts(box, f"{HOST} ssh-ed25519 AAAAkey", "secret-host.corp.example ssh-ed25519 AAAAk")
+
+    result = box.run("explain", "--json", "--", "true", config={"network": [f"{HOST}:22"]})
+
+    assert result.returncode == 0, result.stderr
+    ssh = json.loads(result.stdout)["platform_detail"]["ssh"]
+    assert "hole: ssh goes through egg's filtering proxy" in ssh
+    assert "host keys: 1 line(s)" in ssh
+
+
+def test_policy_suggest_proposes_host_22_for_a_refused_ssh_connection(
+    box: Box, sshd: Server
+) -> None:
+    known_hosts(box, f"{HOST} {sshd.public_key}")
+    log = box.home / "network.log"
+    box.exec(
+        *SSH, f"root@{HOST}", "true", config={"network": [HOST]}, env=seam(sshd),
+        options=["--network-log", str(log)],
+    )  # fmt: skip
+
+    result = box.run("policy", "suggest", "--log", str(log), "--json")
+
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["add"] == [f"{HOST}:22"], result.stdout
+
+
+def test_a_cached_launch_keeps_the_route_and_learns_a_changed_host_key(box: Box) -> None:
+    """The second launch is an exec cache hit with the same route; a known_hosts line changed
+    on the host is a miss that gives the sandbox the new line (the host keys are facts of the
+    entry), so a key the user replaced is not trusted inside from a stale copy. The system's
+    network transport (a launch through the test seam is never cached); nothing connects."""
+    known_hosts(box, f"{HOST} ssh-ed25519 AAAAfirst")
+    env = {"EGG_EXEC_CACHE": "debug", "EGG_DISABLE_PLUGINS": "test-network"}
+    config = {"network": [f"{HOST}:22"]}
+    command = ("sh", "-c", "cat /run/egg-ssh/known_hosts; grep -c ProxyCommand /etc/ssh/ssh_config")
+
+    first = box.exec(*command, config=config, env=env)
+    second = box.exec(*command, env=env)
+    known_hosts(box, f"{HOST} ssh-ed25519 AAAAsecond")
+    third = box.exec(*command, env=env)
+
+    assert first.stdout == second.stdout == f"{HOST} ssh-ed25519 AAAAfirst\n1\n", first.stderr
+    assert "exec cache hit" in second.stderr, second.stderr
+    assert "exec cache hit" not in third.stderr
+    assert third.stdout == f"{HOST} ssh-ed25519 AAAAsecond\n1\n", third.stderr
