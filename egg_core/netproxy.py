@@ -173,14 +173,30 @@ class FilteringProxy:
 
     # -- serving
 
-    async def start(self, proxy_socket: Path, port_sockets: dict[int, Path]) -> None:
+    async def start(
+        self,
+        proxy_socket: Path,
+        port_sockets: dict[int, Path],
+        agent: tuple[Path, Handler] | None = None,
+    ) -> None:
+        """Serve on the paths; with ``agent``, a filtered ssh agent's socket and its handler
+        (:class:`egg_core.agentfilter.AgentFilter`), within the same connection bound."""
         from egg_core.paths import bound_unix_socket
 
         await self.serve(
             bound_unix_socket(proxy_socket),
             {port: bound_unix_socket(path) for port, path in port_sockets.items()},
         )
-        for path in [proxy_socket, *port_sockets.values()]:
+        paths = [proxy_socket, *port_sockets.values()]
+        if agent is not None:
+            path, handler = agent
+            self._servers.append(
+                await asyncio.start_unix_server(
+                    self._bounded(handler), sock=bound_unix_socket(path)
+                )
+            )
+            paths.append(path)
+        for path in paths:
             os.chmod(path, 0o600)
 
     async def serve(self, proxy: socket.socket, ports: dict[int, socket.socket]) -> None:
@@ -508,11 +524,14 @@ class ProxyThread:
         port_sockets: dict[int, Path],
         *,
         tcp: tuple[str, int] | None = None,
+        agent: tuple[Path, Handler] | None = None,
     ):
-        """Serve on ``proxy_socket`` (and the ``port_sockets`` forwards), or with ``tcp=(host,
-        port)`` on that TCP address instead; :attr:`port` is then the bound port."""
+        """Serve on ``proxy_socket`` (and the ``port_sockets`` forwards, and a filtered ssh
+        agent's socket), or with ``tcp=(host, port)`` on that TCP address instead;
+        :attr:`port` is then the bound port."""
         self.proxy = proxy
         self._args = (proxy_socket, port_sockets)
+        self._agent = agent
         self._tcp = tcp
         self.port: int | None = None
         self._loop = asyncio.new_event_loop()
@@ -527,7 +546,9 @@ class ProxyThread:
             if self._tcp is not None:
                 self.port = self._loop.run_until_complete(self.proxy.start_tcp(*self._tcp))
             if proxy_socket is not None:
-                self._loop.run_until_complete(self.proxy.start(proxy_socket, port_sockets))
+                self._loop.run_until_complete(
+                    self.proxy.start(proxy_socket, port_sockets, self._agent)
+                )
         except BaseException as exc:
             self._error = exc
             self._ready.set()

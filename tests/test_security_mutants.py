@@ -120,6 +120,27 @@ MUTANTS: list[Mutant] = [
         ),
     ),
     Mutant(
+        "the filtered ssh agent binds to a host key no allowed host has",
+        "egg_core/agentfilter.py",
+        "if host_key not in self.allowed_keys:",
+        "if False:",
+        (
+            "tests/test_agent_filter.py::"
+            "test_a_binding_to_another_key_or_for_forwarding_is_refused",
+            "tests/linux/test_ssh_route.py::test_the_filtered_agent_signs_nothing_for_a_server"
+            "_whose_key_is_not_an_allowed_hosts[nobody]",
+        ),
+    ),
+    Mutant(
+        "the filtered ssh agent takes a session binding the host key did not sign",
+        "egg_core/agentfilter.py",
+        "if not verify_signature(host_key, signature, session_id):",
+        "if False:",
+        (
+            "tests/test_agent_filter.py::test_a_binding_the_host_key_did_not_sign_is_refused_and_unbinds",
+        ),
+    ),
+    Mutant(
         "the session socket never compares the client's token",
         "egg_core/session/serving.py",
         "if first.type != p.AUTH or not hmac.compare_digest(first.payload, self.token):",

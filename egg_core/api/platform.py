@@ -8,6 +8,7 @@
   ``CAPABILITIES`` the set of all).
 - path rules (``under``, ``depth``, ``writable_under``, ``governing_mode``, ``MODE_RANK``) and the
   policy's network needs (``NEED_NONE`` … ``NEED_FULL``), as the policy itself judges them.
+- the filtered ssh agent (``AgentFilter``, the host keys it binds to: ``agent_key_blobs``);
 - the filtering proxy (``FilteringProxy`` in a ``ProxyThread``, its ``DecisionLog``, the
   ``NetworkRules`` it enforces, ``NO_PROXY_INSIDE``) for a platform that serves one.
 - where things are: ``sandbox_cache_dir``, ``host_which`` (a program from the trusted system
@@ -27,6 +28,8 @@ from . import lazily
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from egg_core.agentfilter import AgentFilter
+    from egg_core.agentfilter import key_blobs as agent_key_blobs
     from egg_core.netproxy import NO_PROXY_INSIDE, DecisionLog, FilteringProxy, ProxyThread
     from egg_core.netrules import NetworkRules
 
@@ -37,6 +40,8 @@ _PROXY = {
     "FilteringProxy": "egg_core.netproxy",
     "ProxyThread": "egg_core.netproxy",
     "NetworkRules": "egg_core.netrules",
+    "AgentFilter": "egg_core.agentfilter",
+    "agent_key_blobs": "egg_core.agentfilter:key_blobs",
 }
 
 __all__ = [
@@ -46,10 +51,12 @@ __all__ = [
     "NEED_LOCAL",
     "NEED_NONE",
     "NO_PROXY_INSIDE",
+    "AgentFilter",
     "DecisionLog",
     "FilteringProxy",
     "NetworkRules",
     "ProxyThread",
+    "agent_key_blobs",
     "capabilities",
     "depth",
     "governing_mode",

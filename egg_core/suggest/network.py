@@ -131,6 +131,8 @@ def read_log(path: Path) -> tuple[list[dict[str, Any]], int]:
                 record = json.loads(line) if len(line) <= MAX_LINE else None
             except (ValueError, UnicodeDecodeError):
                 record = None
+            if isinstance(record, dict) and record.get("kind") == "ssh-agent":
+                continue  # the filtered ssh agent's decisions (egg_core.agentfilter): no host
             if not _is_record(record):
                 corrupt += 1
                 continue

@@ -242,10 +242,26 @@ class LinuxNamespaces(Platform):
                     f"hole: host keys: {len(kept)} line(s) of the known_hosts files for the "
                     "allowed hosts, read-only at /run/egg-ssh/known_hosts (the rest of ~/.ssh "
                     "stays denied)",
-                    "no ssh agent inside: the host's agent socket stays masked",
+                    self._agent_line(launch),
                 ]
             )
         return detail
+
+    def _agent_line(self, launch: Launch) -> str:
+        if not network.agent_wanted(dict(launch.env)):
+            return (
+                "no ssh agent inside: the host's agent socket stays unreachable (list "
+                "SSH_AUTH_SOCK in env: for a filtered one)"
+            )
+        from egg_core.api.platform import agent_key_blobs
+
+        keys = len(agent_key_blobs(sshroute.known_hosts(launch.policy)))
+        return (
+            "hole: SSH_AUTH_SOCK is egg's filtered ssh agent, not the host's: it lists your "
+            "keys and signs only logins to a server whose host key is one of the "
+            f"{keys} known for the allowed hosts (OpenSSH's session binding, checked); adding, "
+            "removing, locking and any other request are refused, each logged in network.log"
+        )
 
     def command(self, launch: Launch) -> list[str]:
         policy = launch.policy
@@ -383,7 +399,9 @@ class LinuxNamespaces(Platform):
         # a plugin's resolver and connector are objects the cache cannot store: not cached
         transport = launch.network_transport
         cached_network = not sockets or transport is None or transport.system
-        if cached_network and not launch.tools_dir:
+        # the filtered ssh agent is served by this process's proxy thread alone: not cached
+        agent_served = network.SSH_AUTH_SOCK in launch.env and sockets
+        if cached_network and not launch.tools_dir and not agent_served:
             self._offer_recipe(
                 launch,
                 prepared,

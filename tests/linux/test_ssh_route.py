@@ -274,3 +274,133 @@ def test_a_cached_launch_keeps_the_route_and_learns_a_changed_host_key(box: Box)
     assert "exec cache hit" in second.stderr, second.stderr
     assert "exec cache hit" not in third.stderr
     assert third.stdout == f"{HOST} ssh-ed25519 AAAAsecond\n1\n", third.stderr
+
+
+# -- the filtered ssh agent ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def agent(box: Box, sshd: Server) -> Iterator[Path]:
+    """A real ssh-agent of the box's identity on the host, holding the client key (which the
+    server lets in); the key file itself is then removed from the workspace."""
+    directory = box.mkdir(box.root / "agent", mode=0o700)
+    sock = directory / "agent.sock"
+    started = subprocess.run(
+        box.identity.wrap(["ssh-agent", "-s", "-a", str(sock)]),
+        capture_output=True, text=True, timeout=30, check=True,
+    )  # fmt: skip
+    pid = int(started.stdout.split("SSH_AGENT_PID=")[1].split(";")[0])
+    key = box.workspace / "client_key"
+    env = {**os.environ, "SSH_AUTH_SOCK": str(sock)}
+    subprocess.run(box.identity.wrap(["ssh-add", "-q", str(key)]), env=env, check=True, timeout=30)
+    key.unlink()
+    try:
+        yield sock
+    finally:
+        os.kill(pid, 15)
+
+
+def host_agent_keys(box: Box, sock: Path) -> list[str]:
+    listed = subprocess.run(
+        box.identity.wrap(["ssh-add", "-L"]), env={**os.environ, "SSH_AUTH_SOCK": str(sock)},
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    return [line for line in listed.stdout.splitlines() if line.startswith("ssh-")]
+
+
+AGENT_CONFIG = {"network": [f"{HOST}:22"], "env": ["SSH_AUTH_SOCK"]}
+BATCH = ("ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes")
+
+
+def test_the_filtered_agent_logs_in_to_an_allowed_host_and_refuses_changes(
+    box: Box, sshd: Server, agent: Path
+) -> None:
+    """With SSH_AUTH_SOCK in env:, ssh logs in with the user's agent (no key file anywhere in
+    the sandbox); the socket inside is egg's, not the host's; listing works; removing every key
+    and locking are refused, and the host's agent still holds its key."""
+    known_hosts(box, f"{HOST} {sshd.public_key}")
+    log = box.home / "network.log"
+    script = (
+        f'echo "sock=$SSH_AUTH_SOCK"; {" ".join(BATCH)} root@{HOST} echo via-agent; '
+        'ssh-add -l >/dev/null && echo listed; ssh-add -D; echo "D=$?"'
+    )
+
+    result = box.exec(
+        "sh", "-c", script, config=AGENT_CONFIG,
+        env={**seam(sshd), "SSH_AUTH_SOCK": str(agent)}, options=["--network-log", str(log)],
+    )  # fmt: skip
+
+    lines = result.stdout.splitlines()
+    assert "sock=/run/egg-net/agent.sock" in lines, result.stdout + result.stderr
+    assert "via-agent" in lines and "listed" in lines, result.stdout + result.stderr
+    assert "D=1" in lines
+    assert len(host_agent_keys(box, agent)) == 1
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    refused = [r["reason"] for r in records if r.get("kind") == "ssh-agent" and
+               r["decision"] == "deny"]  # fmt: skip
+    assert any("remove every key" in r for r in refused), refused
+
+
+def test_the_filtered_agent_signs_nothing_for_a_server_whose_key_is_not_an_allowed_hosts(
+    box: Box, sshd: Server, agent: Path
+) -> None:
+    """The server's key is not in known_hosts (ssh is told to accept it anyway): its session
+    binding names a key no allowed host has, so the agent signs nothing and the login fails."""
+    known_hosts(box)
+    log = box.home / "network.log"
+
+    result = box.exec(
+        "ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", f"root@{HOST}",
+        "echo", "via-agent", config=AGENT_CONFIG,
+        env={**seam(sshd), "SSH_AUTH_SOCK": str(agent)}, options=["--network-log", str(log)],
+    )  # fmt: skip
+
+    assert result.returncode != 0 and "via-agent" not in result.stdout
+    assert "Permission denied" in result.stderr, result.stderr
+    reasons = [json.loads(line).get("reason", "") for line in log.read_text().splitlines()]
+    assert any("a host key no allowed host has" in r for r in reasons), reasons
+
+
+def test_a_signature_without_a_session_binding_is_refused(
+    box: Box, sshd: Server, agent: Path
+) -> None:
+    """A program that asks the agent to sign straight away (no ssh session at all), to lock it
+    or to add a key gets the protocol's failure answer; listing works."""
+    known_hosts(box, f"{HOST} {sshd.public_key}")
+    probe = (
+        "import os, socket, struct\n"
+        "s = socket.socket(socket.AF_UNIX); s.connect(os.environ['SSH_AUTH_SOCK'])\n"
+        "def ask(kind, body=b''):\n"
+        "    s.sendall(struct.pack('>IB', len(body) + 1, kind) + body)\n"
+        "    n = struct.unpack('>I', s.recv(4))[0]; data = b''\n"
+        "    while len(data) < n: data += s.recv(n - len(data))\n"
+        "    return data\n"
+        "ids = ask(11)\n"
+        "blob_len = struct.unpack('>I', ids[5:9])[0]; blob = ids[9:9 + blob_len]\n"
+        "s_ = lambda b: struct.pack('>I', len(b)) + b\n"
+        "sign = ask(13, s_(blob) + s_(b'anything') + bytes(4))[0]\n"
+        "print('identities', ids[0], 'sign', sign, 'lock', ask(22, s_(b'pw'))[0],"
+        " 'add', ask(17, s_(b'ssh-ed25519'))[0])\n"
+    )
+
+    result = box.exec(
+        "python3", "-I", "-c", probe, config=AGENT_CONFIG,
+        env={**seam(sshd), "SSH_AUTH_SOCK": str(agent)},
+    )  # fmt: skip
+
+    assert result.stdout.split() == [
+        "identities", "12", "sign", "5", "lock", "5", "add", "5"
+    ], result.stderr  # fmt: skip
+
+
+def test_without_ssh_auth_sock_in_env_there_is_no_agent_inside(
+    box: Box, sshd: Server, agent: Path
+) -> None:
+    known_hosts(box, f"{HOST} {sshd.public_key}")
+
+    result = box.exec(
+        "sh", "-c", 'echo "sock=${SSH_AUTH_SOCK-unset}"', config={"network": [f"{HOST}:22"]},
+        env={**seam(sshd), "SSH_AUTH_SOCK": str(agent)},
+    )  # fmt: skip
+
+    assert result.stdout.strip() == "sock=unset", result.stderr

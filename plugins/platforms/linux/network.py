@@ -9,19 +9,25 @@ logged by :class:`egg_core.netproxy.FilteringProxy` on the host) or a forwarded 
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 from egg_core.api import EffectivePolicy, Launch, Prepared
 from egg_core.api.platform import NEED_FILTERED, NEED_FULL, NEED_NONE, observe
 
 from . import bwrap as bw
+from . import sshroute
 
 #: the proxy's port inside the namespace, unless a forwarded local port takes it
 PROXY_PORT = 3128
 BRIDGE = Path(bw.__file__).with_name("bridge.py")
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+SSH_AUTH_SOCK = "SSH_AUTH_SOCK"
+#: the filtered ssh agent's socket, beside the proxy's
+AGENT_SOCKET = "agent.sock"
 
 
 def proxy_port(local_ports: tuple[int, ...]) -> int:
@@ -94,10 +100,35 @@ def start(
         connector=transport.connector if transport else None,
         head_timeout=transport.head_timeout if transport else None,
     )
-    thread = ProxyThread(proxy, proxy_sock or net_dir / "proxy.sock", port_sockets)
+    agent = None
+    if proxy_sock is not None and agent_wanted(prepared.env):
+        agent = (net_dir / AGENT_SOCKET, agent_filter(policy, prepared.env[SSH_AUTH_SOCK], log))
+        prepared.env[SSH_AUTH_SOCK] = f"{bw.NET_DIR_INSIDE}/{AGENT_SOCKET}"
+    elif SSH_AUTH_SOCK in prepared.env:
+        del prepared.env[SSH_AUTH_SOCK]  # the host's socket is unreachable: no agent inside
+    thread = ProxyThread(proxy, proxy_sock or net_dir / "proxy.sock", port_sockets, agent=agent)
     thread.start()
     prepared.add_cleanup(thread.stop)
     return net_dir
+
+
+def agent_wanted(env: dict[str, str]) -> bool:
+    """Whether egg.yaml passes ``SSH_AUTH_SOCK`` (by name: :mod:`egg_core.env`) and the host has
+    an agent there: the sandbox then gets a filtered agent of egg's, never the host's socket."""
+    path = env.get(SSH_AUTH_SOCK, "")
+    return bool(path) and os.path.isabs(path)
+
+
+def agent_filter(policy: EffectivePolicy, upstream: str, log: Any) -> Any:
+    """The filtered agent's connection handler (:class:`egg_core.agentfilter.AgentFilter`):
+    signatures only for sessions bound to a host key of an allowed host."""
+    from egg_core.api.platform import AgentFilter, agent_key_blobs
+
+    def record(**fields: Any) -> None:
+        log.write(kind="ssh-agent", **fields)
+
+    keys = agent_key_blobs(sshroute.known_hosts(policy))
+    return AgentFilter(upstream, keys, record).handle
 
 
 def offer(launch: Launch, prepared: Prepared, net_dir: Path, sockets: dict[int, str]) -> None:
