@@ -41,16 +41,8 @@ class NetworkRules:
         host = host.lower().rstrip(".")
         refusal: str | None = None
         for entry in self.domains:
-            name, _, entry_port = (
-                entry.lower().rpartition(":")
-                if _has_port(entry)
-                else (
-                    entry.lower(),
-                    "",
-                    "",
-                )
-            )
-            name = name.rstrip(".").strip("[]")
+            name, entry_port = split_entry(entry.lower())
+            name = name.rstrip(".")
             ports = (int(entry_port),) if entry_port else DEFAULT_PORTS
             if name == "*":
                 return True, "network '*'"
@@ -66,10 +58,16 @@ class NetworkRules:
         return False, refusal or "host not on the allowlist"
 
 
-def _has_port(entry: str) -> bool:
+def split_entry(entry: str) -> tuple[str, str]:
+    """An allowlist entry as (name, port as written or ""): ``host``, ``host:port``,
+    ``[v6]:port``, a bare IPv6 address (more than one colon: no port)."""
     if entry.startswith("["):
-        return "]:" in entry
-    return entry.count(":") == 1
+        name, _, rest = entry[1:].partition("]")
+        return name, rest[1:] if rest.startswith(":") else ""
+    if entry.count(":") == 1:
+        name, _, port = entry.rpartition(":")
+        return name, port
+    return entry, ""
 
 
 def _ports(ports: Iterable[int]) -> str:

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from egg_core.config.model import EggConfig
+from egg_core.netrules import split_entry
 from egg_core.pathrules import MODE_RANK, Mode
 from egg_core.pathrules import under as _under
 from egg_core.policy import (
@@ -249,13 +250,7 @@ def _network(
     domains: list[str] = []
     local_ports: list[int] = list(net.local_ports)
     for domain in net.domains:
-        if domain.startswith("["):  # [::1]:4000
-            name, _, rest = domain[1:].partition("]")
-            port = rest[1:] if rest.startswith(":") else ""
-        elif domain.count(":") == 1:
-            name, _, port = domain.rpartition(":")
-        else:
-            name, port = domain, ""
+        name, port = split_entry(domain)  # [::1]:4000 too
         if name and _is_loopback(name.lower()) and port.isdigit():
             holes.derived.append(
                 DrilledHole("local_port", port, agent, f"egg.yaml allows {domain}: forwarded")

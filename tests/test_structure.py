@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+from collections.abc import Collection
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,12 +23,20 @@ def room_of(module: str) -> str | None:
     return parts[1] if parts[0] == "egg_core" and len(parts) > 1 else None
 
 
-def imports_of(path: Path) -> list[tuple[int, str]]:
+def module_name(path: Path) -> str:
+    """The dotted name ``path`` is imported as (``plugins/`` is the ``egg_plugins`` package)."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[0] == "plugins":
+        parts[0] = "egg_plugins"
+    return ".".join(parts).removesuffix(".__init__")
+
+
+def imports_of(path: Path, modules: Collection[str] = ()) -> list[tuple[int, str]]:
     """(line, module) of every import in ``path``, relative ones resolved; ``from egg_core import
-    x`` names ``egg_core.x``."""
-    dotted = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-    package = dotted.removesuffix(".__init__") if path.name == "__init__.py" else dotted
-    package = package if path.name == "__init__.py" else package.rpartition(".")[0]
+    x`` names ``egg_core.x``, and ``from package import x`` names ``package.x`` when that is one
+    of ``modules``."""
+    dotted = module_name(path)
+    package = dotted if path.name == "__init__.py" else dotted.rpartition(".")[0]
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
@@ -38,10 +47,10 @@ def imports_of(path: Path) -> list[tuple[int, str]]:
                 module = ".".join([*base, *([node.module] if node.module else [])])
             else:
                 module = node.module or ""
-            if module == "egg_core":
-                found += [(node.lineno, f"egg_core.{alias.name}") for alias in node.names]
-            else:
-                found.append((node.lineno, module))
+            for alias in node.names:
+                named = f"{module}.{alias.name}"
+                submodule = module == "egg_core" or named in modules
+                found.append((node.lineno, named if submodule else module))
     return found
 
 
@@ -49,8 +58,7 @@ def room_graph() -> dict[str, dict[str, str]]:
     """room -> {room it imports: where (file:line, the first such import)}."""
     graph: dict[str, dict[str, str]] = {}
     for path in sorted(CORE.rglob("*.py")):
-        dotted = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-        source = room_of(dotted.removesuffix(".__init__"))
+        source = room_of(module_name(path))
         if source is None:
             continue
         for line, module in imports_of(path):
@@ -104,35 +112,13 @@ def module_graph() -> dict[str, dict[str, str]]:
     plugins (``egg_plugins`` is plugins/), type-only and function-level imports included: a
     cycle of types is still two modules that cannot be understood, or moved, one without the
     other. ``from package import name`` names the submodule when there is one."""
-    files = {
-        **{".".join(p.relative_to(ROOT).with_suffix("").parts): p for p in CORE.rglob("*.py")},
-        **{
-            "egg_plugins." + ".".join(p.relative_to(ROOT / "plugins").with_suffix("").parts): p
-            for p in (ROOT / "plugins").rglob("*.py")
-        },
-    }
-    modules = {name.removesuffix(".__init__"): path for name, path in files.items()}
+    paths = [*CORE.rglob("*.py"), *(ROOT / "plugins").rglob("*.py")]
+    modules = {module_name(path): path for path in paths}
     graph: dict[str, dict[str, str]] = {}
     for name, path in sorted(modules.items()):
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text())):
-            targets: list[str] = []
-            if isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                    module = ".".join([*base, *([node.module] if node.module else [])])
-                else:
-                    module = node.module or ""
-                targets = [
-                    f"{module}.{alias.name}" if f"{module}.{alias.name}" in modules else module
-                    for alias in node.names
-                ]
-            for target in targets:
-                if target in modules and target != name:
-                    where = f"{path.relative_to(ROOT)}:{node.lineno}"
-                    graph.setdefault(name, {}).setdefault(target, where)
+        for line, target in imports_of(path, modules):
+            if target in modules and target != name:
+                graph.setdefault(name, {}).setdefault(target, f"{path.relative_to(ROOT)}:{line}")
     return graph
 
 

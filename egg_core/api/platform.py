@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from egg_core.agentfilter import key_blobs as agent_key_blobs
     from egg_core.netproxy import NO_PROXY_INSIDE, DecisionLog, FilteringProxy, ProxyThread
     from egg_core.netrules import NetworkRules
+    from egg_core.netrules import split_entry as split_network_entry
 
 #: the proxy's names, imported when first asked for (asyncio: only launches that filter pay it)
 _PROXY = {
@@ -40,6 +41,7 @@ _PROXY = {
     "FilteringProxy": "egg_core.netproxy",
     "ProxyThread": "egg_core.netproxy",
     "NetworkRules": "egg_core.netrules",
+    "split_network_entry": "egg_core.netrules:split_entry",
     "AgentFilter": "egg_core.agentfilter",
     "agent_key_blobs": "egg_core.agentfilter:key_blobs",
 }
@@ -64,6 +66,7 @@ __all__ = [
     "observe",
     "process_alive",
     "sandbox_cache_dir",
+    "split_network_entry",
     "under",
     "untrusted_candidates",
     "writable_under",

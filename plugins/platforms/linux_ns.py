@@ -231,7 +231,7 @@ class LinuxNamespaces(Platform):
         lines.append("refused (EACCES): every other unix socket; unix datagram sockets")
         detail = {"unix sockets": "\n".join(lines)}
         if "proxy.sock" in network.plan(launch.policy)[1].values():
-            kept = sshroute.known_hosts(launch.policy)
+            kept = sshroute.known_hosts(launch.policy)  # read once: the count and the agent's
             detail["ssh"] = "\n".join(
                 [
                     "hole: ssh goes through egg's filtering proxy (ssh ignores HTTPS_PROXY and "
@@ -242,12 +242,12 @@ class LinuxNamespaces(Platform):
                     f"hole: host keys: {len(kept)} line(s) of the known_hosts files for the "
                     "allowed hosts, read-only at /run/egg-ssh/known_hosts (the rest of ~/.ssh "
                     "stays denied)",
-                    self._agent_line(launch),
+                    self._agent_line(launch, kept),
                 ]
             )
         return detail
 
-    def _agent_line(self, launch: Launch) -> str:
+    def _agent_line(self, launch: Launch, host_keys: list[str]) -> str:
         if not network.agent_wanted(dict(launch.env)):
             return (
                 "no ssh agent inside: the host's agent socket stays unreachable (list "
@@ -255,7 +255,7 @@ class LinuxNamespaces(Platform):
             )
         from egg_core.api.platform import agent_key_blobs
 
-        keys = len(agent_key_blobs(sshroute.known_hosts(launch.policy)))
+        keys = len(agent_key_blobs(host_keys))
         return (
             "hole: SSH_AUTH_SOCK is egg's filtered ssh agent, not the host's: it lists your "
             "keys and signs only logins to a server whose host key is one of the "
@@ -331,10 +331,12 @@ class LinuxNamespaces(Platform):
         listens, sockets = network.plan(policy)
         net_dir = None
         ssh_route = None
-        if sockets:
-            net_dir = network.start(launch, policy, sockets, prepared)
+        host_keys: list[str] = []
         if "proxy.sock" in sockets.values():
-            ssh_route = sshroute.prepare(launch.egg_home, policy)
+            host_keys = sshroute.known_hosts(policy)
+            ssh_route = sshroute.prepare(launch.egg_home, host_keys)
+        if sockets:
+            net_dir = network.start(launch, policy, sockets, prepared, host_keys)
         request = bw.BwrapRequest(
             argv=self._argv(launch, listens),
             empty_file=empty,
@@ -400,7 +402,7 @@ class LinuxNamespaces(Platform):
         transport = launch.network_transport
         cached_network = not sockets or transport is None or transport.system
         # the filtered ssh agent is served by this process's proxy thread alone: not cached
-        agent_served = network.SSH_AUTH_SOCK in launch.env and sockets
+        agent_served = prepared.env.get(network.SSH_AUTH_SOCK) == network.AGENT_INSIDE
         if cached_network and not launch.tools_dir and not agent_served:
             self._offer_recipe(
                 launch,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,6 @@ from egg_core.api import EffectivePolicy, Launch, Prepared
 from egg_core.api.platform import NEED_FILTERED, NEED_FULL, NEED_NONE, observe
 
 from . import bwrap as bw
-from . import sshroute
 
 #: the proxy's port inside the namespace, unless a forwarded local port takes it
 PROXY_PORT = 3128
@@ -28,6 +28,7 @@ PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 SSH_AUTH_SOCK = "SSH_AUTH_SOCK"
 #: the filtered ssh agent's socket, beside the proxy's
 AGENT_SOCKET = "agent.sock"
+AGENT_INSIDE = f"{bw.NET_DIR_INSIDE}/{AGENT_SOCKET}"
 
 
 def proxy_port(local_ports: tuple[int, ...]) -> int:
@@ -63,8 +64,14 @@ def bridged(listens: list[str], argv: list[str]) -> list[str]:
 
 
 def start(
-    launch: Launch, policy: EffectivePolicy, sockets: dict[int, str], prepared: Prepared
+    launch: Launch,
+    policy: EffectivePolicy,
+    sockets: dict[int, str],
+    prepared: Prepared,
+    host_keys: Sequence[str] = (),
 ) -> Path:
+    """Serve the proxy (and the forwards, and the filtered ssh agent, which may bind sessions
+    to ``host_keys``, the allowed hosts' known_hosts lines) for this launch."""
     from egg_core.api.platform import (  # asyncio: only launches that filter pay for it
         NO_PROXY_INSIDE,
         DecisionLog,
@@ -102,8 +109,8 @@ def start(
     )
     agent = None
     if proxy_sock is not None and agent_wanted(prepared.env):
-        agent = (net_dir / AGENT_SOCKET, agent_filter(policy, prepared.env[SSH_AUTH_SOCK], log))
-        prepared.env[SSH_AUTH_SOCK] = f"{bw.NET_DIR_INSIDE}/{AGENT_SOCKET}"
+        agent = (net_dir / AGENT_SOCKET, agent_filter(host_keys, prepared.env[SSH_AUTH_SOCK], log))
+        prepared.env[SSH_AUTH_SOCK] = AGENT_INSIDE
     elif SSH_AUTH_SOCK in prepared.env:
         del prepared.env[SSH_AUTH_SOCK]  # the host's socket is unreachable: no agent inside
     thread = ProxyThread(proxy, proxy_sock or net_dir / "proxy.sock", port_sockets, agent=agent)
@@ -119,7 +126,7 @@ def agent_wanted(env: dict[str, str]) -> bool:
     return bool(path) and os.path.isabs(path)
 
 
-def agent_filter(policy: EffectivePolicy, upstream: str, log: Any) -> Any:
+def agent_filter(host_keys: Sequence[str], upstream: str, log: Any) -> Any:
     """The filtered agent's connection handler (:class:`egg_core.agentfilter.AgentFilter`):
     signatures only for sessions bound to a host key of an allowed host."""
     from egg_core.api.platform import AgentFilter, agent_key_blobs
@@ -127,7 +134,7 @@ def agent_filter(policy: EffectivePolicy, upstream: str, log: Any) -> Any:
     def record(**fields: Any) -> None:
         log.write(kind="ssh-agent", **fields)
 
-    keys = agent_key_blobs(sshroute.known_hosts(policy))
+    keys = agent_key_blobs(host_keys)
     return AgentFilter(upstream, keys, record).handle
 
 

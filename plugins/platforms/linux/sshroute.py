@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from egg_core.api import EffectivePolicy
-from egg_core.api.platform import NetworkRules, observe
+from egg_core.api.platform import NetworkRules, observe, split_network_entry
 
 #: where the route's directory appears inside the sandbox
 ROUTE_INSIDE = "/run/egg-ssh"
@@ -47,13 +47,7 @@ def targets(policy: EffectivePolicy) -> list[tuple[str, int]]:
     hashed known_hosts line could be checked, and an entry without a port allows 80 and 443."""
     found = []
     for entry in policy.domains:
-        if entry.startswith("["):
-            name, _, rest = entry[1:].partition("]")
-            port = rest[1:] if rest.startswith(":") else ""
-        elif entry.count(":") == 1:
-            name, _, port = entry.rpartition(":")
-        else:
-            name, port = entry, ""
+        name, port = split_network_entry(entry)
         name = name.lower().rstrip(".")
         if not name or "*" in name:
             continue
@@ -172,15 +166,15 @@ def ssh_config(python: str) -> str:
     )
 
 
-def prepare(egg_home: Path, policy: EffectivePolicy) -> str:
-    """The route's directory for ``policy`` (made once per contents, under egg's cache): the
-    config, the ProxyCommand and the known_hosts lines."""
+def prepare(egg_home: Path, host_keys: Sequence[str]) -> str:
+    """The route's directory (made once per contents, under egg's cache): the config, the
+    ProxyCommand and ``host_keys``, the allowed hosts' known_hosts lines (:func:`known_hosts`)."""
     python = observe.realpath(sys.executable)
     observe.content(str(CONNECT))
     files = {
         "ssh_config": ssh_config(python).encode(),
         "sshconnect.py": CONNECT.read_bytes(),
-        "known_hosts": "".join(line + "\n" for line in known_hosts(policy)).encode(),
+        "known_hosts": "".join(line + "\n" for line in host_keys).encode(),
     }
     digest = hashlib.sha256()
     for name, data in sorted(files.items()):
