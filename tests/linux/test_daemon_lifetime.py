@@ -65,7 +65,9 @@ def egg_register_platforms(register):
 """
 
 #: a plugin whose session hook never returns (writing its mark first), holding the daemon in
-#: that step: egg_session_started (start-up) or egg_session_ended (its program has ended)
+#: that step: egg_session_started (start-up) or egg_session_ended (its program has ended).
+#: The mark appears whole (renamed into place): a test that sees it reads the pid, never an
+#: empty file the write has not filled yet
 STUCK = """
 import os, time
 from egg_core.api import hookimpl
@@ -75,7 +77,9 @@ MARK = {mark!r}
 
 @hookimpl
 def {hook}:
-    open(MARK, "w").write(str(os.getpid()))
+    with open(MARK + ".tmp", "w") as out:
+        out.write(str(os.getpid()))
+    os.replace(MARK + ".tmp", MARK)
     time.sleep(600)
 """
 
