@@ -185,9 +185,10 @@ def store(
     entry: dict[str, Any],
     env_read: Iterable[str] = (),
     env_listed: bool = False,
-) -> None:
+) -> str | None:
     """Keep ``entry`` for the arguments behind ``base``, keyed on the values the variables in
-    ``env_read`` have in ``environ`` (and the set of names, when ``env_listed``)."""
+    ``env_read`` have in ``environ`` (and the set of names, when ``env_listed``); what went
+    wrong if it could not be kept (an unwritable cache only costs speed)."""
     directory = cache_dir(environ)
     digest = env_digest(environ, env_read, env_listed)
     try:
@@ -196,8 +197,9 @@ def store(
         _write(directory, base + ".env", {"digest": digest, "listed": env_listed})
         _write(directory, full_key(base, digest), entry)
         _prune(directory)
-    except (OSError, ValueError):
-        pass  # an unwritable cache only costs speed
+    except (OSError, ValueError) as exc:
+        return f"cannot write {directory}: {getattr(exc, 'strerror', None) or exc}"
+    return None
 
 
 def _prune(directory: str) -> None:

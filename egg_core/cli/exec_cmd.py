@@ -139,8 +139,11 @@ def _launch(
     said = ""
     for attempt in range(MAX_ATTEMPTS):
         prepared = plan.selection.platform.prepare(launch)
-        if prepared.recipe is not None and attempt == 0:
-            remember(ctx, plan, prepared, cwd)
+        if attempt == 0:
+            if prepared.recipe is not None:
+                remember(ctx, plan, prepared, cwd)
+            else:
+                _not_stored(ctx, "the platform offered no recipe for this launch")
         try:
             return run_foreground(prepared, tty=ns.tty, on_spawn=guard.set_sandbox)
         except RetryLaunch as retry:
@@ -169,6 +172,7 @@ def remember(ctx: Context, plan: Any, prepared: Any, cwd: Path) -> None:
     runner = str(prepared.recipe.get("runner", ""))
     runner_file = origin_of(runner)
     if runner_file is None:
+        _not_stored(ctx, f"the runner {runner} has no file")
         return
     # the code that decided and runs: egg's core and every loaded plugin's package (and the
     # runner's, its own file among them), whoever's it is
@@ -180,12 +184,8 @@ def remember(ctx: Context, plan: Any, prepared: Any, cwd: Path) -> None:
     env_copy = [n for n, v in prepared.env.items() if environ.get(n) == v]
     env_set = {n: v for n, v in prepared.env.items() if environ.get(n) != v}
     if not recorder.consistent:
-        if environ.get(ec.CACHE_ENV) == "debug":
-            _, subject = recorder.conflicts[0]
-            print(
-                visible(f"egg: exec cache not stored: {subject} changed while egg looked at it"),
-                file=sys.stderr,
-            )
+        _, subject = recorder.conflicts[0]
+        _not_stored(ctx, f"{subject} changed while egg looked at it")
         return
     entry = {
         **prepared.recipe,
@@ -202,7 +202,18 @@ def remember(ctx: Context, plan: Any, prepared: Any, cwd: Path) -> None:
     }
     base = ec.base_key(list(ctx.argv), str(cwd))
     raw = environ.raw if isinstance(environ, observe.RecordingEnviron) else environ
-    ec.store(raw, base, entry, list(recorder.env_read), recorder.env_listed)
+    failed = ec.store(raw, base, entry, list(recorder.env_read), recorder.env_listed)
+    if failed is not None:
+        _not_stored(ctx, failed)
+
+
+def _not_stored(ctx: Context, why: str) -> None:
+    """Why this launch is not kept, when ``EGG_EXEC_CACHE=debug`` asks (a test that expects a
+    later hit says what it got instead)."""
+    from egg_core import execcache as ec
+
+    if ctx.environ.get(ec.CACHE_ENV) == "debug":
+        print(visible(f"egg: exec cache not stored: {why}"), file=sys.stderr)
 
 
 def _plugin_modules(ctx: Context) -> set[str]:

@@ -421,12 +421,17 @@ def test_a_home_of_many_entries_runs_on_both_paths_under_a_low_soft_limit(
     box: Box, crowded_home: dict[str, str]
 ) -> None:
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-    runs = [
-        limited(box, 1024, hard, "exec", "--agent", "claude", "--", "claude", env=crowded_home)
-        for _ in range(3)  # the first run in a fresh home is not cached
-    ]
+    runs: list[Result] = []
+    # the first run in a fresh home is not cached (the agent's files appear as egg looks); a
+    # later one may miss too when the host changed under a look (a busy machine): each says
+    # why, and a hit must come within a few runs
+    while len(runs) < 5 and not (runs and "egg: exec cache hit" in runs[-1].stderr.splitlines()):
+        runs.append(
+            limited(box, 1024, hard, "exec", "--agent", "claude", "--", "claude", env=crowded_home)
+        )
 
-    assert "egg: exec cache hit" in runs[2].stderr.splitlines(), runs[2].stderr
+    assert "egg: exec cache hit" in runs[-1].stderr.splitlines(), [run.stderr for run in runs]
+    assert len(runs) > 1  # the full path ran too
     for run in runs:
         assert (run.returncode, run.stdout) == (0, "ran\n"), run.stderr
 
