@@ -188,16 +188,20 @@ class FilteringProxy:
             {port: bound_unix_socket(path) for port, path in port_sockets.items()},
         )
         paths = [proxy_socket, *port_sockets.values()]
-        if agent is not None:
-            path, handler = agent
-            self._servers.append(
-                await asyncio.start_unix_server(
-                    self._bounded(handler), sock=bound_unix_socket(path)
-                )
-            )
-            paths.append(path)
         for path in paths:
             os.chmod(path, 0o600)
+        if agent is not None:
+            await self.serve_agent(*agent)
+
+    async def serve_agent(self, path: Path, handler: Handler) -> None:
+        """Serve a filtered ssh agent's socket at ``path`` (only this user may connect), its
+        connections within the same bound as the proxy's."""
+        from egg_core.paths import bound_unix_socket
+
+        self._servers.append(
+            await asyncio.start_unix_server(self._bounded(handler), sock=bound_unix_socket(path))
+        )
+        os.chmod(path, 0o600)
 
     async def serve(self, proxy: socket.socket, ports: dict[int, socket.socket]) -> None:
         """Serve the proxy on ``proxy`` and each local port's forward on its socket, all bound
@@ -545,6 +549,8 @@ class ProxyThread:
             proxy_socket, port_sockets = self._args
             if self._tcp is not None:
                 self.port = self._loop.run_until_complete(self.proxy.start_tcp(*self._tcp))
+                if self._agent is not None:
+                    self._loop.run_until_complete(self.proxy.serve_agent(*self._agent))
             if proxy_socket is not None:
                 self._loop.run_until_complete(
                     self.proxy.start(proxy_socket, port_sockets, self._agent)

@@ -1,4 +1,4 @@
-"""Which of the host user's known_hosts lines a sandbox gets (:mod:`.sshroute`): those of the
+"""Which of the host user's known_hosts lines a sandbox gets (:mod:`egg_plugins.platforms.ssh.route`): those of the
 hosts its allowlist lets ssh reach, read as ssh reads them — hashed names, ``[host]:port`` for
 another port than 22, wildcard and negated patterns, ``@cert-authority`` and ``@revoked`` lines —
 and no other (the user's other hosts are nobody's business inside)."""
@@ -14,7 +14,7 @@ import pytest
 
 from egg_core.policy import EffectivePolicy
 from egg_core.profiles import AgentProfile
-from egg_plugins.platforms.linux.sshroute import allowed_lines, targets
+from egg_plugins.platforms.ssh.route import allowed_lines, targets
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBase64KeyMaterialForTheTestsOnly"
 

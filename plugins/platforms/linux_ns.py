@@ -76,6 +76,8 @@ from .linux.placeholders import plant as plant_placeholders
 from .linux.placeholders import remove as remove_placeholders
 from .linux.status import StatusReader
 from .linux.trust import one_look, ruled_paths
+from .ssh import agent as ssh_agent
+from .ssh import route as ssh_route
 
 AS_FLOOR = 4 << 30
 #: seconds of CPU between RLIMIT_CPU's SIGXCPU (soft) and its SIGKILL (hard)
@@ -231,37 +233,12 @@ class LinuxNamespaces(Platform):
         lines.append("refused (EACCES): every other unix socket; unix datagram sockets")
         detail = {"unix sockets": "\n".join(lines)}
         if "proxy.sock" in network.plan(launch.policy)[1].values():
-            kept = sshroute.known_hosts(launch.policy)  # read once: the count and the agent's
-            detail["ssh"] = "\n".join(
-                [
-                    "hole: ssh goes through egg's filtering proxy (ssh ignores HTTPS_PROXY and "
-                    "the sandbox has no resolver): egg's /etc/ssh/ssh_config inside sets a "
-                    "ProxyCommand, so an allowed HOST:PORT reaches its server, decided and "
-                    "logged like any request, and any other is refused naming the egg.yaml "
-                    "entry that would allow it",
-                    f"hole: host keys: {len(kept)} line(s) of the known_hosts files for the "
-                    "allowed hosts, read-only at /run/egg-ssh/known_hosts (the rest of ~/.ssh "
-                    "stays denied)",
-                    self._agent_line(launch, kept),
-                ]
-            )
+            kept = ssh_route.known_hosts(launch.policy)  # read once: the count and the agent's
+            agent = ssh_agent.key_count(kept) if ssh_agent.wanted(dict(launch.env)) else None
+            config = "egg's /etc/ssh/ssh_config inside"
+            keys_at = f"{sshroute.ROUTE_INSIDE}/known_hosts"
+            detail["ssh"] = ssh_route.explain(kept, agent, config, keys_at)
         return detail
-
-    def _agent_line(self, launch: Launch, host_keys: list[str]) -> str:
-        if not network.agent_wanted(dict(launch.env)):
-            return (
-                "no ssh agent inside: the host's agent socket stays unreachable (list "
-                "SSH_AUTH_SOCK in env: for a filtered one)"
-            )
-        from egg_core.api.platform import agent_key_blobs
-
-        keys = len(agent_key_blobs(host_keys))
-        return (
-            "hole: SSH_AUTH_SOCK is egg's filtered ssh agent, not the host's: it lists your "
-            "keys and signs only logins to a server whose host key is one of the "
-            f"{keys} known for the allowed hosts (OpenSSH's session binding, checked); adding, "
-            "removing, locking and any other request are refused, each logged in network.log"
-        )
 
     def command(self, launch: Launch) -> list[str]:
         policy = launch.policy
@@ -330,11 +307,11 @@ class LinuxNamespaces(Platform):
 
         listens, sockets = network.plan(policy)
         net_dir = None
-        ssh_route = None
+        route = None
         host_keys: list[str] = []
         if "proxy.sock" in sockets.values():
-            host_keys = sshroute.known_hosts(policy)
-            ssh_route = sshroute.prepare(launch.egg_home, host_keys)
+            host_keys = ssh_route.known_hosts(policy)
+            route = ssh_route.prepare(launch.egg_home, host_keys, sshroute.ROUTE_INSIDE)
         if sockets:
             net_dir = network.start(launch, policy, sockets, prepared, host_keys)
         request = bw.BwrapRequest(
@@ -353,7 +330,7 @@ class LinuxNamespaces(Platform):
             if launch.home_layer
             else None,
             home_staged=launch.home_staged,
-            ssh_route=ssh_route,
+            ssh_route=route,
         )
         for source in bw.cache_sources(policy, str(launch.egg_home)):
             os.makedirs(source, mode=0o700, exist_ok=True)
@@ -402,7 +379,7 @@ class LinuxNamespaces(Platform):
         transport = launch.network_transport
         cached_network = not sockets or transport is None or transport.system
         # the filtered ssh agent is served by this process's proxy thread alone: not cached
-        agent_served = prepared.env.get(network.SSH_AUTH_SOCK) == network.AGENT_INSIDE
+        agent_served = prepared.env.get(ssh_agent.SSH_AUTH_SOCK) == network.AGENT_INSIDE
         if cached_network and not launch.tools_dir and not agent_served:
             self._offer_recipe(
                 launch,

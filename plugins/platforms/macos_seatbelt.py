@@ -46,7 +46,10 @@ Known weaker than linux-ns: Mach services stay reachable (clipboard, Keychain); 
 temp dirs (``/private/tmp``, ``/private/var/tmp``, the per-user ``$TMPDIR``) persist and are seen
 by other processes of the user (linux-ns gives a private ``/tmp``); with network ``*``, host Unix
 sockets outside the shared temp dirs and the denied paths stay connectable; the proxy's loopback
-port is reachable by other local processes (it forwards only what the allowlist allows).
+port is reachable by other local processes (it forwards only what the allowlist allows); the ssh
+route of a filtered launch (:meth:`MacSeatbelt.ssh_route`) is the ``ssh``, ``scp`` and ``sftp``
+first on ``PATH``, since no file can be put where ssh reads its system config: ssh run by its
+absolute path gets no route (and no way out: the profile admits only the proxy's port).
 
 Not run here (this was written and tested on Linux; no macOS was available): ``sandbox-exec`` was
 never executed on the generated profiles, so acceptance of every operation and filter name by the
@@ -75,7 +78,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
+
+import attrs
 
 from egg_core.api import (
     Availability,
@@ -93,10 +99,25 @@ from egg_core.api.platform import capabilities as caps
 from .seatbelt import launch as host
 from .seatbelt.paths import host_resolve, lexical_resolve
 from .seatbelt.profile import ProfileRequest, build_profile, uses_proxy
+from .ssh import agent as ssh_agent
+from .ssh import route as ssh_routes
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
 #: the session's tool socket, inside ``Launch.work_dir`` (where the session daemon creates it)
 TOOL_SOCKET_NAME = "tool.sock"
+#: the filtered ssh agent's socket, inside ``Launch.work_dir``
+AGENT_SOCKET_NAME = "agent.sock"
+
+
+@attrs.frozen
+class SshRoute:
+    """ssh in a filtered launch: the route's directory, the allowed hosts' known_hosts lines,
+    and the filtered agent's socket (None: no agent inside)."""
+
+    directory: str
+    host_keys: tuple[str, ...]
+    agent_socket: Path | None
+
 
 _FIXES = {
     caps.LIMIT_MEMORY: "macOS cannot cap a session's memory (RLIMIT_AS is not enforced); remove "
@@ -162,18 +183,47 @@ class MacSeatbelt(Platform):
 
     # -- the profile
 
-    def profile(self, launch: Launch, proxy_port: int | None = None) -> str:
+    def profile(
+        self,
+        launch: Launch,
+        proxy_port: int | None = None,
+        ssh: SshRoute | None = None,
+    ) -> str:
         """The profile for ``launch`` (symlinks resolved on macOS; lexically elsewhere); without
-        ``proxy_port`` a policy that uses the proxy shows a placeholder for it."""
+        ``proxy_port`` a policy that uses the proxy shows a placeholder for it, and without
+        ``ssh`` the route a launch would get (:meth:`ssh_route`), made or not."""
+        if ssh is None and uses_proxy(launch.policy):
+            ssh = self.ssh_route(launch, make=False)
         request = ProfileRequest(
             proxy_port=proxy_port,
             tool_socket=(
                 str(launch.tools_dir / TOOL_SOCKET_NAME) if launch.tools_dir is not None else None
             ),
             shared_dir=str(launch.shared_dir) if launch.shared_dir is not None else None,
+            ssh_route=ssh.directory if ssh else None,
+            ssh_agent=str(ssh.agent_socket) if ssh and ssh.agent_socket else None,
             resolve=host_resolve if _host() == "darwin" else lexical_resolve,
         )
         return build_profile(launch.policy, request)
+
+    def ssh_route(self, launch: Launch, *, make: bool = True) -> SshRoute:
+        """ssh for a launch whose network is filtered (see :mod:`egg_plugins.platforms.ssh`):
+        the route's directory, whose ``bin`` (ssh, scp and sftp with egg's config) goes first on
+        ``PATH`` — Seatbelt cannot put a config where ssh reads its system one — and the filtered
+        agent's socket when egg.yaml passes ``SSH_AUTH_SOCK``. ssh run by its absolute path gets
+        no route, and fails: the profile lets it reach nothing but the proxy's port."""
+        host_keys = ssh_routes.known_hosts(launch.policy)
+        search = launch.env.get("PATH")
+        if make:
+            directory = ssh_routes.prepare(launch.egg_home, host_keys, None, search)
+        else:
+            directory = str(ssh_routes.plan(launch.egg_home, host_keys, None, search)[0])
+        wanted = ssh_agent.wanted(dict(launch.env))
+        return SshRoute(
+            directory,
+            tuple(host_keys),
+            launch.work_dir / AGENT_SOCKET_NAME if wanted else None,
+        )
 
     def command(self, launch: Launch) -> list[str]:
         return [SANDBOX_EXEC, "-p", self.profile(launch), *launch.argv]
@@ -182,6 +232,11 @@ class MacSeatbelt(Platform):
         detail: dict[str, Any] = {"profile": self.profile(launch)}
         if uses_proxy(launch.policy):
             detail["env_added"] = host.proxy_variable_names()
+            ssh = self.ssh_route(launch, make=False)
+            agent = ssh_agent.key_count(ssh.host_keys) if ssh.agent_socket else None
+            config = f"the ssh first on PATH ({ssh.directory}/bin/ssh, with egg's config)"
+            keys_at = f"{ssh.directory}/known_hosts"
+            detail["ssh"] = ssh_routes.explain(ssh.host_keys, agent, config, keys_at)
         return detail
 
     # -- running it
@@ -203,10 +258,17 @@ class MacSeatbelt(Platform):
         prepared = Prepared(argv=[], env=dict(launch.env), cwd=launch.cwd)
         try:
             port = None
+            ssh = None
             if uses_proxy(policy):
+                ssh = self.ssh_route(launch)
+                path = prepared.env.get("PATH")
+                prepared.env["PATH"] = f"{ssh.directory}/bin" + (f":{path}" if path else "")
+                agent = (ssh.agent_socket, ssh.host_keys) if ssh.agent_socket else None
+                if agent is None:
+                    prepared.env.pop(ssh_agent.SSH_AUTH_SOCK, None)  # the host's stays denied
                 log = launch.network_log or launch.work_dir / "network.log"
-                port = host.start_proxy(policy, log, prepared, launch.network_transport)
-            profile = self.profile(launch, port)
+                port = host.start_proxy(policy, log, prepared, launch.network_transport, agent)
+            profile = self.profile(launch, port, ssh)
             _check_compiles(profile)
             prepared.argv = [SANDBOX_EXEC, "-p", profile, *launch.argv]
             prepared.preexec_fn = host.child_setup(limits, new_session=not launch.tty)

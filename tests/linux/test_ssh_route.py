@@ -16,92 +16,33 @@ import hashlib
 import hmac
 import json
 import os
-import shutil
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.linux.conftest import Box
+from tests.sshd import Server
+from tests.sshd import keygen as _keygen
+from tests.sshd import start as start_sshd
 
-SSHD = "/usr/sbin/sshd"
 HOST = "git.example.test"
 PUBLIC = "93.184.216.40"  # public-looking: the proxy refuses non-public addresses
 
 
-class Server:
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.port = 0
-        self.host_key = root / "host_key"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def public_key(self) -> str:
-        """``TYPE BASE64`` of the server's host key."""
-        return " ".join((self.host_key.with_suffix(".pub")).read_text().split()[:2])
-
-
-def _keygen(path: Path) -> None:
-    subprocess.run(
-        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True, timeout=30
-    )
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def sshd(box: Box, tmp_path: Path) -> Iterator[Server]:
-    """A real sshd on a loopback port, run by the test (root), that lets the box's client key
-    in as root and runs what it is asked (``git-upload-pack`` included)."""
-    if not (shutil.which("ssh") and os.access(SSHD, os.X_OK)):
-        pytest.fail("needs openssh-client and openssh-server (scripts/setup installs them)")
-    root = tmp_path / "sshd"
-    root.mkdir()
-    server = Server(root)
-    _keygen(server.host_key)
+    """A real sshd on a loopback port (:mod:`tests.sshd`) that lets the box's client key in."""
     client = box.workspace / "client_key"
     _keygen(client)
     for path in (client, client.with_suffix(".pub")):
         os.chown(path, box.identity.uid, box.identity.gid)
-    (root / "authorized_keys").write_text(client.with_suffix(".pub").read_text())
-    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
-    for _attempt in range(5):
-        server.port = _free_port()
-        config = root / "sshd_config"
-        config.write_text(
-            f"Port {server.port}\nListenAddress 127.0.0.1\nHostKey {server.host_key}\n"
-            f"PidFile none\nAuthorizedKeysFile {root}/authorized_keys\nStrictModes no\n"
-            "UsePAM no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
-            "KbdInteractiveAuthentication no\nLogLevel VERBOSE\n"
-        )
-        server.proc = subprocess.Popen(
-            [SSHD, "-D", "-e", "-f", str(config)],
-            stdout=subprocess.DEVNULL,
-            stderr=open(root / "sshd.log", "wb"),  # noqa: SIM115
-        )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and server.proc.poll() is None:
-            try:
-                socket.create_connection(("127.0.0.1", server.port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        if server.proc.poll() is None:
-            break
-    assert server.proc is not None and server.proc.poll() is None, (root / "sshd.log").read_text()
+    server = start_sshd(tmp_path / "sshd", client.with_suffix(".pub").read_text())
     try:
         yield server
     finally:
-        server.proc.terminate()
-        server.proc.wait(timeout=10)
+        server.stop()
 
 
 def seam(server: Server) -> dict[str, str]:

@@ -28,6 +28,8 @@ EGG_HOME = HOME / ".egg"
 SESSION = EGG_HOME / "sessions" / "20260101-abcdef"
 LAUNCHER = ("/Users/dev/.local/bin/egg", "/Users/dev/.local/share/egg/venv")
 PROXY_PORT = 49152
+SSH_ROUTE = EGG_HOME / "cache" / "ssh-route" / "0123456789abcdef0123"
+SSH_AGENT_SOCKET = EGG_HOME / "run" / "20260101-abcdef" / "agent.sock"
 SSH_AGENT = "/private/tmp/com.apple.launchd.AbCdEf/Listeners"
 
 #: paths the fake probe reports as files (everything else is a directory)
@@ -71,11 +73,21 @@ class Case:
     environ: tuple[tuple[str, str], ...] = ()
     tool_socket: bool = True
     shared_dir: bool = True
+    #: the ssh route a filtered launch gets, and the filtered agent (SSH_AUTH_SOCK in env:)
+    ssh_route: bool = False
+    ssh_agent: bool = False
 
 
 CASES = (
     Case("shell-default", "shell"),
     Case("claude-filtered", "claude", "network: [github.com]\nresources: {max_fds: 1024}\n"),
+    Case(
+        "claude-ssh-agent",
+        "claude",
+        "network: [github.com, 'github.com:22']\nenv: [SSH_AUTH_SOCK]\n",
+        ssh_route=True,
+        ssh_agent=True,
+    ),
     Case("ollama-local", "ollama"),
     Case("codex-full-network", "codex", 'network: "*"\n', tool_socket=False, shared_dir=False),
     Case(
@@ -138,6 +150,8 @@ def request_for(case: Case, policy: EffectivePolicy) -> ProfileRequest:
         proxy_port=PROXY_PORT if uses_proxy(policy) else None,
         tool_socket=str(SESSION / "tools" / "tool.sock") if case.tool_socket else None,
         shared_dir=str(SESSION / "shared") if case.shared_dir else None,
+        ssh_route=str(SSH_ROUTE) if case.ssh_route else None,
+        ssh_agent=str(SSH_AGENT_SOCKET) if case.ssh_agent else None,
         probe=fake_probe,
     )
 

@@ -24,7 +24,6 @@ from egg_core import netproxy
 from egg_core import sandbox as caps
 from egg_core.errors import EnforcementError
 from egg_core.sandbox import Launch
-from egg_plugins.platforms import macos_seatbelt as mod
 from egg_plugins.platforms.macos_seatbelt import MacSeatbelt
 from tests.platforms.sbpl_check import check_profile, strings
 from tests.platforms.seatbelt_cases import case, policy_for
@@ -51,17 +50,6 @@ def launch_for(tmp_path: Path, name: str = "shell-default", **changes: object) -
         egg_home=tmp_path / "egg",
         tty=False,
     )
-
-
-@pytest.fixture
-def on_macos(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Pretend to be macOS, with a sandbox-exec that runs the command without a sandbox."""
-    fake = tmp_path / "sandbox-exec"
-    fake.write_text('#!/bin/sh\n[ "$1" = "-p" ] || exit 64\nshift 2\nexec "$@"\n')
-    fake.chmod(0o755)
-    monkeypatch.setattr(mod, "_host", lambda: "darwin")
-    monkeypatch.setattr(mod, "SANDBOX_EXEC", str(fake))
-    return fake
 
 
 def run(prepared) -> dict:

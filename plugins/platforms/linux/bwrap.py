@@ -96,7 +96,7 @@ class BwrapRequest:
     #: bound back into it, except ``home_staged`` (names whose copies the layer holds)
     home_layer: str | None = None
     home_staged: Sequence[str] = ()
-    #: the ssh route's directory (:mod:`.sshroute`), bound read-only at ROUTE_INSIDE with its
+    #: the ssh route's directory (:mod:`..ssh.route`), bound read-only at ROUTE_INSIDE with its
     #: config over the system's; None: no route (the network is not filtered)
     ssh_route: str | None = None
 

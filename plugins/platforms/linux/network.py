@@ -9,23 +9,22 @@ logged by :class:`egg_core.netproxy.FilteringProxy` on the host) or a forwarded 
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from egg_core.api import EffectivePolicy, Launch, Prepared
 from egg_core.api.platform import NEED_FILTERED, NEED_FULL, NEED_NONE, observe
 
+from ..ssh import agent as ssh_agent
+from ..ssh.agent import SSH_AUTH_SOCK
 from . import bwrap as bw
 
 #: the proxy's port inside the namespace, unless a forwarded local port takes it
 PROXY_PORT = 3128
 BRIDGE = Path(bw.__file__).with_name("bridge.py")
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
-SSH_AUTH_SOCK = "SSH_AUTH_SOCK"
 #: the filtered ssh agent's socket, beside the proxy's
 AGENT_SOCKET = "agent.sock"
 AGENT_INSIDE = f"{bw.NET_DIR_INSIDE}/{AGENT_SOCKET}"
@@ -108,8 +107,11 @@ def start(
         head_timeout=transport.head_timeout if transport else None,
     )
     agent = None
-    if proxy_sock is not None and agent_wanted(prepared.env):
-        agent = (net_dir / AGENT_SOCKET, agent_filter(host_keys, prepared.env[SSH_AUTH_SOCK], log))
+    if proxy_sock is not None and ssh_agent.wanted(prepared.env):
+        agent = (
+            net_dir / AGENT_SOCKET,
+            ssh_agent.handler(host_keys, prepared.env[SSH_AUTH_SOCK], log),
+        )
         prepared.env[SSH_AUTH_SOCK] = AGENT_INSIDE
     elif SSH_AUTH_SOCK in prepared.env:
         del prepared.env[SSH_AUTH_SOCK]  # the host's socket is unreachable: no agent inside
@@ -117,25 +119,6 @@ def start(
     thread.start()
     prepared.add_cleanup(thread.stop)
     return net_dir
-
-
-def agent_wanted(env: dict[str, str]) -> bool:
-    """Whether egg.yaml passes ``SSH_AUTH_SOCK`` (by name: :mod:`egg_core.env`) and the host has
-    an agent there: the sandbox then gets a filtered agent of egg's, never the host's socket."""
-    path = env.get(SSH_AUTH_SOCK, "")
-    return bool(path) and os.path.isabs(path)
-
-
-def agent_filter(host_keys: Sequence[str], upstream: str, log: Any) -> Any:
-    """The filtered agent's connection handler (:class:`egg_core.agentfilter.AgentFilter`):
-    signatures only for sessions bound to a host key of an allowed host."""
-    from egg_core.api.platform import AgentFilter, agent_key_blobs
-
-    def record(**fields: Any) -> None:
-        log.write(kind="ssh-agent", **fields)
-
-    keys = agent_key_blobs(host_keys)
-    return AgentFilter(upstream, keys, record).handle
 
 
 def offer(launch: Launch, prepared: Prepared, net_dir: Path, sockets: dict[int, str]) -> None:

@@ -1,4 +1,5 @@
-"""The host side of a Seatbelt launch: resource limits and the filtering proxy.
+"""The host side of a Seatbelt launch: resource limits, the filtering proxy and the filtered
+ssh agent it serves.
 
 Seatbelt has no resource controls and no network namespace, so these run outside the profile:
 rlimits are set in the child between fork and exec (``sandbox-exec`` then execs the command, which
@@ -11,13 +12,15 @@ from __future__ import annotations
 import math
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from egg_core.api import EffectivePolicy, EnforcementError, Prepared
+
+from ..ssh import agent as ssh_agent
 
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 #: seconds between the CPU limit's SIGXCPU and its SIGKILL, as linux-ns does
@@ -103,9 +106,16 @@ def cpu_exit_reason(code: int) -> str | None:
 
 
 def start_proxy(
-    policy: EffectivePolicy, network_log: Path, prepared: Prepared, transport: Any = None
+    policy: EffectivePolicy,
+    network_log: Path,
+    prepared: Prepared,
+    transport: Any = None,
+    agent: tuple[Path, Sequence[str]] | None = None,
 ) -> int:
     """Start the filtering proxy on 127.0.0.1 (a free port); point the proxy variables at it.
+    With ``agent`` (a socket path, the allowed hosts' known_hosts lines), the same thread
+    serves egg's filtered ssh agent there, for ``prepared.env``'s ``SSH_AUTH_SOCK``, which
+    then names it.
 
     Returns the port; ``prepared`` stops the proxy on cleanup. ``NO_PROXY`` names loopback
     (:data:`egg_core.netproxy.NO_PROXY_INSIDE`): the profile admits only the forwarded ports there.
@@ -126,7 +136,13 @@ def start_proxy(
         connector=transport.connector if transport else None,
         head_timeout=transport.head_timeout if transport else None,
     )
-    thread = ProxyThread(proxy, None, {}, tcp=("127.0.0.1", 0))
+    served = None
+    if agent is not None:
+        path, host_keys = agent
+        upstream = prepared.env[ssh_agent.SSH_AUTH_SOCK]
+        served = (path, ssh_agent.handler(host_keys, upstream, proxy.log))
+        prepared.env[ssh_agent.SSH_AUTH_SOCK] = str(path)
+    thread = ProxyThread(proxy, None, {}, tcp=("127.0.0.1", 0), agent=served)
     prepared.add_cleanup(thread.stop)
     thread.start()
     if thread.port is None:

@@ -16,7 +16,8 @@ Shape (SBPL gives precedence to the *later* of two matching rules, so order is t
    ``deny`` also denies ``connect()`` to Unix sockets under the path (a file rule does not stop
    ``connect()`` on macOS); ``rw-prefix`` becomes a regex anchored at the prefix.
 4. The escape set (the counterpart of linux-ns's seccomp filter; see :data:`ESCAPE_SET`).
-5. The session's own endpoints: the tool socket and the shared directory.
+5. The session's own endpoints: the tool socket, the shared directory, the ssh route and the
+   filtered ssh agent's socket (under ``$EGG_HOME``, which the protections deny: so, later).
 6. The directories above every denied or protected path cannot be renamed, removed or cloned
    (renaming ``a/`` would bring ``a/secret`` out under a name no rule covers).
 """
@@ -112,6 +113,11 @@ class ProfileRequest:
     proxy_port: int | None = None
     tool_socket: str | None = None
     shared_dir: str | None = None
+    #: the ssh route's directory (:mod:`egg_plugins.platforms.ssh.route`: its config, the
+    #: ProxyCommand, the allowed hosts' known_hosts lines, the ssh/scp/sftp put first on PATH)
+    ssh_route: str | None = None
+    #: egg's filtered ssh agent's socket (:mod:`egg_core.agentfilter`), served by egg
+    ssh_agent: str | None = None
     resolve: Resolve = attrs.field(default=lexical_resolve, eq=False)
     probe: Probe = attrs.field(default=host_probe, eq=False)
 
@@ -270,6 +276,26 @@ def _session(request: ProfileRequest) -> list[str]:
             rule("allow", ["network-outbound"], [_unix_socket(sock, "file")]),
             rule("allow", ["file-read*"], [_filter("subpath", tools)]),
             rule("deny", ["file-write*"], [_filter("subpath", tools)]),
+        ]
+    if request.ssh_route:
+        route = request.resolve(request.ssh_route)
+        out += [
+            comment(
+                "the ssh route, read-only: egg's ssh config and ProxyCommand (a CONNECT to the "
+                "filtering proxy) and the allowed hosts' known_hosts lines"
+            ),
+            rule("allow", ["file-read*"], [_filter("subpath", route)]),
+            rule("deny", ["file-write*"], [_filter("subpath", route)]),
+        ]
+    if request.ssh_agent:
+        agent = request.resolve(request.ssh_agent)
+        out += [
+            comment(
+                "egg's filtered ssh agent (signs only logins to the allowed hosts' keys); the "
+                "host's agent socket stays denied"
+            ),
+            rule("allow", ["network-outbound"], [_unix_socket(agent, "file")]),
+            rule("allow", ["file-read*"], [_filter("literal", agent)]),
         ]
     if request.shared_dir:
         shared = request.resolve(request.shared_dir)
