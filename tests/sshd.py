@@ -4,6 +4,7 @@ host side), run by the test (root), letting one client key in as root."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -25,6 +26,14 @@ class Server:
     def public_key(self) -> str:
         """``TYPE BASE64`` of the server's host key."""
         return " ".join((self.host_key.with_suffix(".pub")).read_text().split()[:2])
+
+    def logins(self) -> list[str]:
+        """The logins the server accepted (its log's ``Accepted METHOD for USER`` lines; a key
+        it merely found in authorized_keys, before any signature, is no login): a refused
+        case must have none."""
+        log = self.root / "sshd.log"
+        lines = log.read_text(errors="replace").splitlines()
+        return [line for line in lines if re.search(r"\bAccepted \S+ for ", line)]
 
     def stop(self) -> None:
         if self.proc is not None:

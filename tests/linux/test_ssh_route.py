@@ -82,6 +82,7 @@ def test_ssh_reaches_an_allowed_host_through_the_proxy_with_its_known_host_key(
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "over-ssh"
+    assert len(sshd.logins()) == 1, sshd.logins()  # what the refused cases' empty list means
     decisions = [json.loads(line) for line in log.read_text().splitlines()]
     assert any(d.get("host") == HOST and d.get("port") == 22 and d["decision"] == "allow"
                for d in decisions), decisions  # fmt: skip
@@ -119,19 +120,23 @@ def test_a_server_presenting_another_key_under_an_allowed_name_is_refused(
 
     assert result.returncode != 0 and "over-ssh" not in result.stdout
     assert "IDENTIFICATION HAS CHANGED" in result.stderr or "verification failed" in result.stderr
+    assert sshd.logins() == []
 
 
-def test_ssh_to_a_port_the_allowlist_does_not_name_fails_naming_the_entry(
-    box: Box, sshd: Server
+@pytest.mark.parametrize("allowed", [HOST, "other.example.test:22"], ids=["port", "host"])
+def test_ssh_to_a_host_or_port_the_allowlist_does_not_name_fails_naming_the_entry(
+    box: Box, sshd: Server, allowed: str
 ) -> None:
-    """``HOST`` alone allows 80 and 443: ssh on 22 is refused by the proxy, and the message
-    says which egg.yaml entry would allow it."""
+    """``HOST`` alone allows 80 and 443, and another host's entry allows nothing here: ssh to
+    HOST:22 is refused by the proxy, the message says which egg.yaml entry would allow it, and
+    the server never saw a login."""
     known_hosts(box, f"{HOST} {sshd.public_key}")
 
-    result = box.exec(*SSH, f"root@{HOST}", "true", config={"network": [HOST]}, env=seam(sshd))
+    result = box.exec(*SSH, f"root@{HOST}", "true", config={"network": [allowed]}, env=seam(sshd))
 
     assert result.returncode == 255
     assert f"add {HOST}:22 to network: in egg.yaml" in result.stderr, result.stderr
+    assert sshd.logins() == []
 
 
 def test_git_clones_and_pushes_over_ssh_through_the_proxy(
@@ -300,6 +305,7 @@ def test_the_filtered_agent_signs_nothing_for_a_server_whose_key_is_not_an_allow
     assert "Permission denied" in result.stderr, result.stderr
     reasons = [json.loads(line).get("reason", "") for line in log.read_text().splitlines()]
     assert any("a host key no allowed host has" in r for r in reasons), reasons
+    assert sshd.logins() == []
 
 
 def test_a_signature_without_a_session_binding_is_refused(
@@ -332,6 +338,7 @@ def test_a_signature_without_a_session_binding_is_refused(
     assert result.stdout.split() == [
         "identities", "12", "sign", "5", "lock", "5", "add", "5"
     ], result.stderr  # fmt: skip
+    assert sshd.logins() == []
 
 
 def test_without_ssh_auth_sock_in_env_there_is_no_agent_inside(

@@ -95,6 +95,7 @@ def test_ssh_and_scp_on_path_reach_an_allowed_host_through_the_proxy(
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["over-ssh", f"{route}/bin/ssh"]
+    assert len(sshd.logins()) == 2  # ssh's and scp's
     assert out.read_text() == client_key.with_suffix(".pub").read_text()
     assert route.startswith(str(launch.egg_home / "cache" / "ssh-route"))
     assert (Path(route) / "known_hosts").read_text() == f"{HOST} {sshd.public_key}\n"
@@ -117,6 +118,7 @@ def test_ssh_to_a_port_the_allowlist_does_not_name_fails_naming_the_entry(
 
     assert result.returncode == 255
     assert f"add {HOST}:22 to network: in egg.yaml" in result.stderr, result.stderr
+    assert sshd.logins() == []
 
 
 @pytest.fixture
