@@ -31,6 +31,17 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return min(MAX_WORKERS, WORKERS_PER_CORE * (os.cpu_count() or 1))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """In the controlling process (xdist's workers have ``workerinput``) of a run that includes
+    the real-agent tier: start installing its CLIs now (:mod:`tests.agent_clis`)."""
+    if hasattr(config, "workerinput"):
+        return
+    from tests import agent_clis
+
+    if agent_clis.wanted_by(list(config.args), Path(str(config.rootpath))):
+        agent_clis.start_early()
+
+
 @pytest.fixture
 def plugin_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A directory on sys.path for test plugin modules, removed again afterwards."""

@@ -10,7 +10,6 @@ cannot install them the tier fails; it is never skipped.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -25,56 +24,23 @@ from typing import Any
 import pytest
 
 from egg_core.testing.modelserver import ModelServer
+from tests import agent_clis
+from tests.agent_clis import PACKAGES
 from tests.tmux import Tmux
 
 from .conftest import EGG, Box, Result, only_session
 
-#: pinned: the versions the profiles were checked against (see each agent plugin's docstring)
-PACKAGES = {
-    "claude": "@anthropic-ai/claude-code@2.1.332",
-    "codex": "@openai/codex@0.171.0",
-    "gemini": "@google/gemini-cli@0.61.0",
-    "opencode": "opencode-ai@1.18.33",
-}
 ANSWER = "EGG-ANSWER-OK"
-DEFAULT_DIR = "/var/cache/egg-test-agents"
 
 
 @pytest.fixture(scope="session")
 def agent_bin() -> Path:
-    """The directory holding the four CLIs, installed with npm once per set of versions."""
-    base = Path(os.environ.get("EGG_TEST_AGENTS_DIR", DEFAULT_DIR))
-    key = hashlib.sha256(" ".join(sorted(PACKAGES.values())).encode()).hexdigest()[:12]
-    target = base / key
-    marker = target / "installed"
-    if not marker.exists():
-        npm = shutil.which("npm")
-        if npm is None:
-            pytest.fail("the real-agent tier needs npm (Node.js 20 or later); it is not on PATH")
-        base.mkdir(parents=True, exist_ok=True)
-        base.chmod(0o755)
-        with open(base / ".lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not marker.exists():
-                _install(npm, target)
-    return target / "node_modules" / ".bin"
-
-
-def _install(npm: str, target: Path) -> None:
-    shutil.rmtree(target, ignore_errors=True)
-    target.mkdir(mode=0o755)
-    proc = subprocess.run(
-        [npm, "install", "--no-audit", "--no-fund", "--prefix", str(target), *PACKAGES.values()],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    if proc.returncode != 0:
-        pytest.fail(
-            f"npm could not install the agent CLIs into {target} (exit {proc.returncode}); the "
-            f"real-agent tier cannot run without them:\n{proc.stderr[-3000:]}"
-        )
-    (target / "installed").write_text(json.dumps(PACKAGES) + "\n")
+    """The directory holding the four CLIs (:mod:`tests.agent_clis`: installed with npm once
+    per set of versions, started early by a run that includes this tier)."""
+    try:
+        return agent_clis.installed()
+    except agent_clis.InstallFailed as exc:
+        pytest.fail(str(exc))
 
 
 @pytest.fixture
