@@ -5,13 +5,14 @@ OpenSSH (8.9 and later) tells its agent which server a connection is for: before
 signature it sends ``session-bind@openssh.com`` — the server's host key, the session identifier
 (the key exchange's hash) and the server's signature of it. egg checks that signature (so the
 binding is the server's, not the sandbox's invention) and that the host key is one the user's
-known_hosts holds for a host the policy allows; from then on that connection may have
-signatures made only of a publickey login request *in that session* (its data begins with the
-bound session identifier). So a signature is only ever usable to log in to an allowed host, in a
-session that host's key signed. Listing identities is allowed; signing without a binding, or
-after a binding to another key, adding, removing, locking and unlocking keys, smartcards and
-every other extension are refused with the protocol's failure answer, and each refusal is one
-record in the run's ``network.log``.
+known_hosts holds for a host the policy allows — or a host certificate ssh would accept for one:
+signed by that host's ``@cert-authority`` key, naming it, valid now, not ``@revoked``. From then
+on that connection may have signatures made only of a publickey login request *in that session*
+(its data begins with the bound session identifier). So a signature is only ever usable to
+log in to an allowed host, in a session that host's key signed. Listing identities is allowed;
+signing without a binding, or after a binding to another key, adding, removing, locking and
+unlocking keys, smartcards and every other extension are refused with the protocol's failure
+answer, and each refusal is one record in the run's ``network.log``.
 
 Wire format: draft-miller-ssh-agent (``uint32`` length, a type byte, the body); keys and
 signatures are checked with ``cryptography``.
@@ -22,7 +23,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import struct
-from collections.abc import Callable, Collection
+import time
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
 
 AGENT_FAILURE = 5
 REQUEST_IDENTITIES = 11
@@ -138,10 +141,23 @@ class AgentFilter:
         upstream: str,
         allowed_keys: Collection[bytes],
         record: Callable[..., None],
+        authorities: Mapping[bytes, Collection[str]] | None = None,
+        revoked: Collection[bytes] = (),
     ) -> None:
+        """``authorities``: the ``@cert-authority`` keys of the allowed hosts' known_hosts
+        lines, each with the allowed host names it vouches for (a server that presents a host
+        certificate such a key signed for one of those names is bound as ssh would accept it);
+        ``revoked``: the ``@revoked`` keys, which bind nothing, as a key or as a CA."""
         self.upstream = upstream
-        self.allowed_keys = frozenset(allowed_keys)
+        self.revoked = frozenset(revoked)
+        self.allowed_keys = frozenset(allowed_keys) - self.revoked
+        self.authorities = {
+            ca: frozenset(names)
+            for ca, names in (authorities or {}).items()
+            if ca not in self.revoked
+        }
         self.record = record
+        self.now: Callable[[], float] = time.time
 
     def judge(self, kind: int, body: bytes, binding: Binding) -> str | None:
         """Why the request must be refused (None: relay it). A session-bind that passes
@@ -177,13 +193,37 @@ class AgentFilter:
                 return "a malformed agent extension"
             if forwarding:
                 return "a binding for agent forwarding"
+            signer = host_key
             if host_key not in self.allowed_keys:
-                return "a session bound to a host key no allowed host has"
-            if not verify_signature(host_key, signature, session_id):
+                certified = self._certified(host_key)
+                if certified is None:
+                    return "a session bound to a host key no allowed host has"
+                signer = certified
+            if not verify_signature(signer, signature, session_id):
                 return "a session binding the host key did not sign"
             binding.session_id = session_id
             return None
         return NAMES.get(kind, f"agent request {kind}")
+
+    def _certified(self, blob: bytes) -> bytes | None:
+        """The key a host certificate certifies (the one that signs the binding), when the
+        certificate is one ssh accepts for an allowed host: a host certificate, signed by an
+        allowed host's ``@cert-authority`` key, valid now, naming one of the host names that
+        authority vouches for, neither it nor its key revoked. None otherwise."""
+        if not self.authorities:
+            return None
+        certificate = certificate_of(blob)
+        if certificate is None:
+            return None
+        cert, key, authority = certificate
+        names = self.authorities.get(authority, frozenset())
+        principals = {p.decode("utf-8", "replace") for p in cert.valid_principals}
+        now = self.now()
+        if key in self.revoked or not (names & principals):
+            return None
+        if not cert.valid_after <= now < cert.valid_before:
+            return None
+        return key
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """One client connection: each request judged, then relayed to a connection of the
@@ -239,20 +279,65 @@ async def _read_message(reader: asyncio.StreamReader) -> tuple[int, bytes]:
     return data[0], data[1:]
 
 
-def key_blobs(known_hosts_lines: Collection[str]) -> set[bytes]:
-    """The host key blobs of known_hosts lines (``@revoked`` and ``@cert-authority`` lines name
-    no key a server presents as its own: neither is allowed to bind)."""
+def certificate_of(blob: bytes) -> tuple[Any, bytes, bytes] | None:
+    """(the certificate, its key's blob, its signer's blob) of an OpenSSH *host* certificate
+    whose signature checks out; None for anything else (a plain key, a user certificate, a
+    certificate signed by another key than it names)."""
+    import base64
+
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.serialization import (
+        Encoding,
+        PublicFormat,
+        SSHCertificate,
+        SSHCertificateType,
+        load_ssh_public_identity,
+    )
+
+    try:
+        key_type = Reader(blob).string()
+        if not key_type.endswith(b"-cert-v01@openssh.com"):
+            return None
+        cert = load_ssh_public_identity(key_type + b" " + base64.b64encode(blob))
+        if not isinstance(cert, SSHCertificate) or cert.type != SSHCertificateType.HOST:
+            return None
+        cert.verify_cert_signature()
+
+        def blob_of(public: Any) -> bytes:
+            text = public.public_bytes(Encoding.OpenSSH, PublicFormat.OpenSSH)
+            return base64.b64decode(text.split()[1])
+
+        return cert, blob_of(cert.public_key()), blob_of(cert.signature_key())
+    except (InvalidSignature, Malformed, ValueError, TypeError, IndexError):
+        return None
+
+
+def revoked_blobs(known_hosts_lines: Collection[str]) -> set[bytes]:
+    """The keys of ``@revoked`` lines."""
+    return _blobs(known_hosts_lines, "@revoked")
+
+
+def authority_blobs(known_hosts_lines: Collection[str]) -> set[bytes]:
+    """The keys of ``@cert-authority`` lines."""
+    return _blobs(known_hosts_lines, "@cert-authority")
+
+
+def _blobs(lines: Collection[str], wanted: str | None) -> set[bytes]:
     import base64
     import binascii
 
     found: set[bytes] = set()
-    revoked: set[bytes] = set()
-    for line in known_hosts_lines:
+    for line in lines:
         fields = line.split()
         marker = fields[0] if fields and fields[0].startswith("@") else None
-        if len(fields) < 3 + bool(marker) or marker not in (None, "@revoked"):
+        if marker != wanted or len(fields) < 3 + bool(marker):
             continue
         with contextlib.suppress(binascii.Error, ValueError):
-            blob = base64.b64decode(fields[3 if marker else 2], validate=True)
-            (revoked if marker else found).add(blob)
-    return found - revoked
+            found.add(base64.b64decode(fields[3 if marker else 2], validate=True))
+    return found
+
+
+def key_blobs(known_hosts_lines: Collection[str]) -> set[bytes]:
+    """The host key blobs of known_hosts lines (``@revoked`` and ``@cert-authority`` lines name
+    no key a server presents as its own: neither is allowed to bind as one)."""
+    return _blobs(known_hosts_lines, None) - revoked_blobs(known_hosts_lines)

@@ -53,9 +53,13 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start(root: Path, client_public_key: str) -> Server:
+def start(
+    root: Path, client_public_key: str, certified_as: tuple[Path, str] | None = None
+) -> Server:
     """An sshd under ``root`` that lets ``client_public_key`` in as root and runs what it is
-    asked (``git-upload-pack``, scp's and sftp's servers included)."""
+    asked (``git-upload-pack``, scp's and sftp's servers included); with ``certified_as`` (a
+    certificate authority's key file, a host name) it presents a host certificate that the
+    authority signed for that name."""
     if not (shutil.which("ssh") and os.access(SSHD, os.X_OK)):
         raise AssertionError(
             "needs openssh-client and openssh-server (scripts/setup installs them)"
@@ -63,6 +67,15 @@ def start(root: Path, client_public_key: str) -> Server:
     root.mkdir()
     server = Server(root)
     keygen(server.host_key)
+    presented = ""
+    if certified_as is not None:
+        authority, name = certified_as
+        subprocess.run(
+            ["ssh-keygen", "-q", "-s", str(authority), "-I", "egg-test-host", "-h", "-n", name,
+             str(server.host_key.with_suffix(".pub"))],
+            check=True, timeout=30,
+        )  # fmt: skip
+        presented = f"HostCertificate {root}/host_key-cert.pub\n"
     (root / "authorized_keys").write_text(client_public_key)
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
     for _attempt in range(5):  # a port another process took between the probe and the bind
@@ -73,6 +86,7 @@ def start(root: Path, client_public_key: str) -> Server:
             f"PidFile none\nAuthorizedKeysFile {root}/authorized_keys\nStrictModes no\n"
             "UsePAM no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
             f"KbdInteractiveAuthentication no\nLogLevel VERBOSE\nSubsystem sftp {SFTP_SERVER}\n"
+            + presented
         )
         server.proc = subprocess.Popen(
             [SSHD, "-D", "-e", "-f", str(config)],

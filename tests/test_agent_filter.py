@@ -140,3 +140,96 @@ def test_revoked_and_certificate_authority_lines_give_no_key_to_bind_to(host) ->
     ]
     assert key_blobs(lines) == set()
     assert key_blobs(lines[:1]) == {blob_of(host.public_key())}
+
+
+# -- host certificates: a server that presents one signed by an allowed host's authority
+
+
+def host_certificate(
+    key: ed25519.Ed25519PrivateKey,
+    authority: ed25519.Ed25519PrivateKey,
+    principals: list[bytes],
+    *,
+    kind: serialization.SSHCertificateType = serialization.SSHCertificateType.HOST,
+    valid: tuple[int, int] = (0, 2**64 - 1),
+) -> bytes:
+    """The blob of an OpenSSH certificate of ``key`` that ``authority`` signed."""
+    builder = (
+        serialization.SSHCertificateBuilder()
+        .public_key(key.public_key())
+        .serial(1)
+        .type(kind)
+        .key_id(b"host")
+        .valid_principals(principals)
+        .valid_after(valid[0])
+        .valid_before(valid[1])
+    )
+    import base64
+
+    return base64.b64decode(builder.sign(authority).public_bytes().split()[1])
+
+
+def certified_agent(authority: bytes, *names: str, revoked: tuple[bytes, ...] = ()) -> AgentFilter:
+    return AgentFilter(
+        "/nonexistent", (), lambda **_: None, {authority: set(names)}, revoked=revoked
+    )
+
+
+@pytest.fixture
+def ca() -> ed25519.Ed25519PrivateKey:
+    return ed25519.Ed25519PrivateKey.generate()
+
+
+def test_a_host_certificate_an_allowed_hosts_authority_signed_for_it_binds(host, ca) -> None:
+    cert = host_certificate(host, ca, [b"git.example.test"])
+    judge, binding = certified_agent(blob_of(ca.public_key()), "git.example.test").judge, Binding()
+    session = b"exchange-hash-cert"
+
+    assert judge(EXTENSION, bind(cert, session, ed25519_signed(host, session)), binding) is None
+    assert judge(SIGN_REQUEST, login(session), binding) is None
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "another principal",
+        "another authority",
+        "a user certificate",
+        "expired",
+        "not yet valid",
+        "the key revoked",
+        "the authority revoked",
+        "signed by the authority, not the host key",
+        "a forged certificate signature",
+    ],
+)
+def test_a_host_certificate_ssh_would_not_accept_binds_nothing(host, ca, case: str) -> None:
+    name, authority, kind = b"git.example.test", ca, serialization.SSHCertificateType.HOST
+    valid, revoked, signer = (0, 2**64 - 1), (), host
+    if case == "another principal":
+        name = b"other.example.test"
+    elif case == "another authority":
+        authority = ed25519.Ed25519PrivateKey.generate()
+    elif case == "a user certificate":
+        kind = serialization.SSHCertificateType.USER
+    elif case == "expired":
+        valid = (0, 1_000_000)
+    elif case == "not yet valid":
+        valid = (2**40, 2**64 - 1)
+    elif case == "the key revoked":
+        revoked = (blob_of(host.public_key()),)
+    elif case == "the authority revoked":
+        revoked = (blob_of(ca.public_key()),)
+    elif case == "signed by the authority, not the host key":
+        signer = ca
+    cert = host_certificate(host, authority, [name], kind=kind, valid=valid)
+    if case == "a forged certificate signature":  # the authority's name, not its signature
+        cert = cert[:-1] + bytes([cert[-1] ^ 1])
+    agent = certified_agent(blob_of(ca.public_key()), "git.example.test", revoked=revoked)
+    binding = Binding()
+    session = b"exchange-hash-cert"
+
+    why = agent.judge(EXTENSION, bind(cert, session, ed25519_signed(signer, session)), binding)
+
+    assert why is not None
+    assert agent.judge(SIGN_REQUEST, login(session), binding) is not None

@@ -8,7 +8,8 @@
   ``CAPABILITIES`` the set of all).
 - path rules (``under``, ``depth``, ``writable_under``, ``governing_mode``, ``MODE_RANK``) and the
   policy's network needs (``NEED_NONE`` … ``NEED_FULL``), as the policy itself judges them.
-- the filtered ssh agent (``AgentFilter``, the host keys it binds to: ``agent_key_blobs``);
+- the filtered ssh agent (``AgentFilter``, the host keys it binds to: ``agent_key_blobs``, and
+  the keys it never binds to: ``agent_revoked_blobs``);
 - the filtering proxy (``FilteringProxy`` in a ``ProxyThread``, its ``DecisionLog``, the
   ``NetworkRules`` it enforces, ``NO_PROXY_INSIDE``) for a platform that serves one.
 - where things are: ``sandbox_cache_dir``, ``host_which`` (a program from the trusted system
@@ -30,6 +31,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from egg_core.agentfilter import AgentFilter
     from egg_core.agentfilter import key_blobs as agent_key_blobs
+    from egg_core.agentfilter import revoked_blobs as agent_revoked_blobs
     from egg_core.netproxy import NO_PROXY_INSIDE, DecisionLog, FilteringProxy, ProxyThread
     from egg_core.netrules import NetworkRules
     from egg_core.netrules import split_entry as split_network_entry
@@ -44,6 +46,7 @@ _PROXY = {
     "split_network_entry": "egg_core.netrules:split_entry",
     "AgentFilter": "egg_core.agentfilter",
     "agent_key_blobs": "egg_core.agentfilter:key_blobs",
+    "agent_revoked_blobs": "egg_core.agentfilter:revoked_blobs",
 }
 
 __all__ = [
@@ -59,6 +62,7 @@ __all__ = [
     "NetworkRules",
     "ProxyThread",
     "agent_key_blobs",
+    "agent_revoked_blobs",
     "capabilities",
     "depth",
     "governing_mode",

@@ -234,7 +234,8 @@ class LinuxNamespaces(Platform):
         detail = {"unix sockets": "\n".join(lines)}
         if "proxy.sock" in network.plan(launch.policy)[1].values():
             kept = ssh_route.known_hosts(launch.policy)  # read once: the count and the agent's
-            agent = ssh_agent.key_count(kept) if ssh_agent.wanted(dict(launch.env)) else None
+            wanted = ssh_agent.wanted(dict(launch.env))
+            agent = ssh_agent.key_count(launch.policy, kept) if wanted else None
             config = "egg's /etc/ssh/ssh_config inside"
             keys_at = f"{sshroute.ROUTE_INSIDE}/known_hosts"
             detail["ssh"] = ssh_route.explain(kept, agent, config, keys_at)

@@ -233,7 +233,7 @@ class MacSeatbelt(Platform):
         if uses_proxy(launch.policy):
             detail["env_added"] = host.proxy_variable_names()
             ssh = self.ssh_route(launch, make=False)
-            agent = ssh_agent.key_count(ssh.host_keys) if ssh.agent_socket else None
+            agent = ssh_agent.key_count(launch.policy, ssh.host_keys) if ssh.agent_socket else None
             config = f"the ssh first on PATH ({ssh.directory}/bin/ssh, with egg's config)"
             keys_at = f"{ssh.directory}/known_hosts"
             detail["ssh"] = ssh_routes.explain(ssh.host_keys, agent, config, keys_at)

@@ -12,6 +12,7 @@ stay unreadable (the agent filter is what gives a sandbox the use of them).
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import json
@@ -225,25 +226,34 @@ def test_a_cached_launch_keeps_the_route_and_learns_a_changed_host_key(box: Box)
 # -- the filtered ssh agent ----------------------------------------------------------------------
 
 
-@pytest.fixture
-def agent(box: Box, sshd: Server) -> Iterator[Path]:
-    """A real ssh-agent of the box's identity on the host, holding the client key (which the
-    server lets in); the key file itself is then removed from the workspace."""
-    directory = box.mkdir(box.root / "agent", mode=0o700)
+@contextlib.contextmanager
+def running_agent(box: Box, key: Path, name: str = "agent") -> Iterator[Path]:
+    """A real ssh-agent of the box's identity on the host, holding ``key``, whose file is then
+    removed (no key file is left for the sandbox); ended afterwards."""
+    directory = box.mkdir(box.root / name, mode=0o700)
     sock = directory / "agent.sock"
     started = subprocess.run(
         box.identity.wrap(["ssh-agent", "-s", "-a", str(sock)]),
         capture_output=True, text=True, timeout=30, check=True,
     )  # fmt: skip
     pid = int(started.stdout.split("SSH_AGENT_PID=")[1].split(";")[0])
-    key = box.workspace / "client_key"
-    env = {**os.environ, "SSH_AUTH_SOCK": str(sock)}
-    subprocess.run(box.identity.wrap(["ssh-add", "-q", str(key)]), env=env, check=True, timeout=30)
-    key.unlink()
     try:
+        env = {**os.environ, "SSH_AUTH_SOCK": str(sock)}
+        os.chown(key, box.identity.uid, box.identity.gid)
+        subprocess.run(
+            box.identity.wrap(["ssh-add", "-q", str(key)]), env=env, check=True, timeout=30
+        )
+        key.unlink()
         yield sock
     finally:
         os.kill(pid, 15)
+
+
+@pytest.fixture
+def agent(box: Box, sshd: Server) -> Iterator[Path]:
+    """The agent holding the client key (which the server lets in)."""
+    with running_agent(box, box.workspace / "client_key") as sock:
+        yield sock
 
 
 def host_agent_keys(box: Box, sock: Path) -> list[str]:
@@ -339,6 +349,34 @@ def test_a_signature_without_a_session_binding_is_refused(
         "identities", "12", "sign", "5", "lock", "5", "add", "5"
     ], result.stderr  # fmt: skip
     assert sshd.logins() == []
+
+
+def test_the_filtered_agent_logs_in_to_a_host_certified_by_an_allowed_hosts_authority(
+    box: Box, tmp_path: Path
+) -> None:
+    """known_hosts trusts a certificate authority for the host (``@cert-authority``), not a
+    key: the server presents a host certificate that authority signed for it, and the filtered
+    agent binds the session as ssh accepts the server; another name's authority line would not
+    do (the agent filter's unit tests hold the refusals)."""
+    authority = tmp_path / "host_ca"
+    _keygen(authority)
+    client = box.workspace / "client_key"
+    _keygen(client)
+    server = start_sshd(
+        tmp_path / "sshd", client.with_suffix(".pub").read_text(), certified_as=(authority, HOST)
+    )
+    try:
+        ca = " ".join(authority.with_suffix(".pub").read_text().split()[:2])
+        known_hosts(box, f"@cert-authority {HOST} {ca}")
+        with running_agent(box, client, "agent-cert") as sock:
+            result = box.exec(
+                *BATCH, f"root@{HOST}", "echo", "via-certified-host", config=AGENT_CONFIG,
+                env={**seam(server), "SSH_AUTH_SOCK": str(sock)},
+            )  # fmt: skip
+        assert result.stdout.strip() == "via-certified-host", result.stderr
+        assert len(server.logins()) == 1
+    finally:
+        server.stop()
 
 
 def test_without_ssh_auth_sock_in_env_there_is_no_agent_inside(

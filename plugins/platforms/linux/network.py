@@ -110,7 +110,7 @@ def start(
     if proxy_sock is not None and ssh_agent.wanted(prepared.env):
         agent = (
             net_dir / AGENT_SOCKET,
-            ssh_agent.handler(host_keys, prepared.env[SSH_AUTH_SOCK], log),
+            ssh_agent.handler(policy, host_keys, prepared.env[SSH_AUTH_SOCK], log),
         )
         prepared.env[SSH_AUTH_SOCK] = AGENT_INSIDE
     elif SSH_AUTH_SOCK in prepared.env:

@@ -140,7 +140,7 @@ def start_proxy(
     if agent is not None:
         path, host_keys = agent
         upstream = prepared.env[ssh_agent.SSH_AUTH_SOCK]
-        served = (path, ssh_agent.handler(host_keys, upstream, proxy.log))
+        served = (path, ssh_agent.handler(policy, host_keys, upstream, proxy.log))
         prepared.env[ssh_agent.SSH_AUTH_SOCK] = str(path)
     thread = ProxyThread(proxy, None, {}, tcp=("127.0.0.1", 0), agent=served)
     prepared.add_cleanup(thread.stop)

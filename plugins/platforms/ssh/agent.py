@@ -8,6 +8,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from egg_core.api import EffectivePolicy
+
 SSH_AUTH_SOCK = "SSH_AUTH_SOCK"
 
 
@@ -18,20 +20,49 @@ def wanted(env: dict[str, str]) -> bool:
     return bool(path) and os.path.isabs(path)
 
 
-def handler(host_keys: Sequence[str], upstream: str, log: Any) -> Any:
+def handler(policy: EffectivePolicy, host_keys: Sequence[str], upstream: str, log: Any) -> Any:
     """The filtered agent's connection handler: signatures only for sessions bound to a host
-    key of ``host_keys`` (the allowed hosts' known_hosts lines), refusals logged in ``log``
-    (kind ``ssh-agent``, which ``egg policy suggest`` skips)."""
+    key of ``host_keys`` (the allowed hosts' known_hosts lines), or to a host certificate one
+    of their ``@cert-authority`` keys signed for the host it vouches for, refusals logged in
+    ``log`` (kind ``ssh-agent``, which ``egg policy suggest`` skips)."""
     from egg_core.api.platform import AgentFilter, agent_key_blobs
+    from egg_core.api.platform import agent_revoked_blobs as revoked
 
     def record(**fields: Any) -> None:
         log.write(kind="ssh-agent", **fields)
 
-    return AgentFilter(upstream, agent_key_blobs(host_keys), record).handle
+    keys = agent_key_blobs(host_keys)
+    vouching = authorities(policy, host_keys)
+    return AgentFilter(upstream, keys, record, vouching, revoked(host_keys)).handle
 
 
-def key_count(host_keys: Sequence[str]) -> int:
-    """How many host keys the agent may sign logins for (``egg explain``)."""
+def authorities(policy: EffectivePolicy, host_keys: Sequence[str]) -> dict[bytes, set[str]]:
+    """Each ``@cert-authority`` key of ``host_keys`` with the allowed host names its lines
+    vouch for (as ssh matches a line: against ``host`` on port 22, ``[host]:port`` on another;
+    a certificate then names the bare host among its principals)."""
+    import base64
+    import binascii
+
+    from .route import line_applies, ssh_name, targets
+
+    found: dict[bytes, set[str]] = {}
+    for line in host_keys:
+        fields = line.split()
+        if len(fields) < 4 or fields[0] != "@cert-authority":
+            continue
+        try:
+            blob = base64.b64decode(fields[3], validate=True)
+        except (binascii.Error, ValueError):
+            continue
+        for host, port in targets(policy):
+            if line_applies(fields[1], ssh_name(host, port)):
+                found.setdefault(blob, set()).add(host)
+    return found
+
+
+def key_count(policy: EffectivePolicy, host_keys: Sequence[str]) -> int:
+    """How many host keys and certificate authorities the agent may sign logins for (``egg
+    explain``)."""
     from egg_core.api.platform import agent_key_blobs
 
-    return len(agent_key_blobs(host_keys))
+    return len(agent_key_blobs(host_keys)) + len(authorities(policy, host_keys))

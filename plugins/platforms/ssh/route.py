@@ -263,7 +263,7 @@ def _make(route: Path, files: dict[str, bytes]) -> None:
 
 def explain(host_keys: Sequence[str], agent_keys: int | None, config_at: str, keys_at: str) -> str:
     """The ``ssh`` section of ``egg explain``'s platform detail: the route, the host keys and
-    the agent (``agent_keys`` host keys it may sign for; None: no agent inside)."""
+    the agent (``agent_keys`` host keys and authorities it may sign for; None: no agent)."""
     lines = [
         "hole: ssh goes through egg's filtering proxy (ssh ignores HTTPS_PROXY and "
         f"the sandbox has no other way out): {config_at} sets a ProxyCommand, so an allowed "
@@ -281,7 +281,8 @@ def explain(host_keys: Sequence[str], agent_keys: int | None, config_at: str, ke
         lines.append(
             "hole: SSH_AUTH_SOCK is egg's filtered ssh agent, not the host's: it lists your "
             "keys and signs only logins to a server whose host key is one of the "
-            f"{agent_keys} known for the allowed hosts (OpenSSH's session binding, checked); "
+            f"{agent_keys} known for the allowed hosts, or a host certificate one of their "
+            "certificate authorities signed for it (OpenSSH's session binding, checked); "
             "adding, removing, locking and any other request are refused, each logged in "
             "network.log"
         )
