@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -120,8 +121,11 @@ def test_the_guards_watch_holds_the_paths_its_search_went_through_after_an_audit
     gitguard.check(state, tmp_path / "egg-home")
     assert watched() and not gitguard.changed(state)
 
-    link.unlink()
-    link.symlink_to("gits/real")  # the same target, a new link: looked at again
+    # the same target, a new link, made before the old one goes (so it cannot get the freed
+    # inode back and be the very same fact): looked at again
+    fresh = link.with_name(link.name + ".new")
+    fresh.symlink_to("gits/real")
+    os.replace(fresh, link)
 
     assert gitguard.changed(state)
 

@@ -361,6 +361,19 @@ def pane(box: Box) -> Iterator[Tmux]:
     server("kill-server")
 
 
+def until_cached(launch: Callable[[], Result], tries: int = 5) -> list[Result]:
+    """Runs of ``launch`` (an ``egg exec`` with ``EGG_EXEC_CACHE=debug``) until one is a cache
+    hit, at most ``tries``. A run in a fresh home is not kept (the agent's files appear as egg
+    looks), and on a shared machine another may not be either, when something it looked at
+    changed meanwhile (each says why): a hit must come, not on a given run."""
+    runs: list[Result] = []
+    while len(runs) < tries and not (
+        runs and "egg: exec cache hit" in runs[-1].stderr.splitlines()
+    ):
+        runs.append(launch())
+    return runs
+
+
 def only_session(box: Box) -> str:
     """The id of the one session the box has, once it has one."""
     deadline = time.monotonic() + 30
