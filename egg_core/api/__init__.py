@@ -11,6 +11,8 @@ and from the sub-APIs beside it:
 - :mod:`egg_core.api.platform` — what a sandbox platform builds on: the host observations the
   exec cache keys on (``observe``), path rules, the policy's network needs, the proxy;
 - :mod:`egg_core.api.session` — what a session watcher builds on (the conversation capture);
+- :mod:`egg_core.api.client` — what a front that shows and drives sessions builds on (the
+  session list, the wire protocol, ``visible``);
 - :mod:`egg_core.api.fast` — the standard-library-only part a platform's cached-launch runner
   and fact checkers may use (the exec cache's fast path imports nothing heavier).
 

@@ -73,17 +73,19 @@ def replay_speed(text: str) -> float:
 
 def session_table(records: list[Any], ctx: Context) -> str:
     from egg_core.cli.table import render_table
+    from egg_core.history import has_capture
+    from egg_core.session.listing import live_status
 
     rows = []
     for r in records:
-        live = _live_status(r) if r.alive else {}
+        live = live_status(r) if r.alive else {}
         code = r.meta.get("exit_code")
         state = r.state
         if not r.alive and r.meta.get("exit_reason") in ("killed by egg kill", "idle timeout"):
             state = "killed" if r.meta["exit_reason"] == "killed by egg kill" else "idle timeout"
         elif code is not None and not r.alive:
             state += f" ({code})"
-        if not r.alive and _resumable(r):
+        if not r.alive and has_capture(r.paths.directory):
             state += ", resumable"  # egg run AGENT --resume ID
         rows.append(
             [
@@ -97,29 +99,6 @@ def session_table(records: list[Any], ctx: Context) -> str:
             ]
         )
     return render_table(["ID", "NAME", "AGENT", "STATE", "CLIENTS", "IDLE", "DIRECTORY"], rows)
-
-
-def _resumable(record: Any) -> bool:
-    """An ended session whose conversation was captured: ``egg run AGENT --resume`` takes it."""
-    from egg_core.history import has_capture
-
-    return has_capture(record.paths.directory)
-
-
-def _live_status(record: Any) -> dict[str, Any]:
-    """What a running daemon says about itself (clients, idle); {} if it does not answer."""
-    from egg_core.session.client import Connection
-
-    try:
-        conn = Connection(record.paths, timeout=1.0)
-    except EggError:
-        return {}
-    try:
-        return conn.request_status()
-    except (EggError, OSError, ValueError):
-        return {}
-    finally:
-        conn.close()
 
 
 def _duration(seconds: Any) -> str:
@@ -145,20 +124,12 @@ def _home_relative(path: str, ctx: Context) -> str:
 
 
 def list_sessions_cmd(ns: argparse.Namespace, ctx: Context) -> int:
-    from egg_core.session.store import list_sessions
+    from egg_core.session.listing import records as listed
+    from egg_core.session.listing import row
 
-    records = [
-        r for r in list_sessions(_egg_home(ctx)) if (ns.all or r.alive) and not r.meta.get("pruned")
-    ]
+    records = listed(_egg_home(ctx), ended=ns.all)
     if ns.json:
-        print(
-            json_text(
-                [
-                    {"id": r.paths.id, "state": r.state, **r.meta, "resumable": _resumable(r)}
-                    for r in records
-                ]
-            )
-        )
+        print(json_text([row(r) for r in records]))
         return 0
     if not records:
         print("no sessions" if ns.all else "no running sessions (egg ls --all includes ended ones)")

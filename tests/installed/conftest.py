@@ -4,7 +4,7 @@ install (which imports from the checkout, so it cannot see a package the wheel l
 Once per session (:func:`installed`): the checkout's files are copied out, the sdist and a wheel
 from it are built, and a wheel straight from the copy (what ``pip install .`` builds), the way
 pip builds them (``build-system.requires`` from the index, in an isolated environment); the
-sdist's wheel is installed with the ``mcp`` extra into a fresh virtualenv outside the checkout,
+sdist's wheel is installed with the ``mcp`` and ``web`` extras into a fresh virtualenv outside the checkout,
 its dependencies pinned to the versions the suite's own venv runs. The tests run that venv's
 ``egg`` through the linux tier's boxes: the real bwrap, a fresh home and ``$EGG_HOME``, a working
 directory outside the checkout, an environment without ``PYTHONPATH``, as root and as uid 65534
@@ -236,7 +236,7 @@ def build_and_install(work: Path) -> Installed:
             "--quiet",
             "--constraint",
             str(pinned_versions(work / "constraints.txt")),
-            f"{wheel}[mcp]",
+            f"{wheel}[mcp,web]",
         ],
         "installing the wheel",
     )

@@ -157,3 +157,40 @@ def test_the_network_seam_plugs_into_the_installed_egg(
 
     assert found == {"status": 200, "reply": "pong:hello api"}
     assert server.hits == [b"hello api"]
+
+
+@ROOT_ONLY
+def test_egg_web_serves_its_pages_and_the_vendored_xterm_from_the_wheel(
+    box: Box, installed: Installed
+) -> None:
+    """The scripts are package data, not modules: what a wheel most easily leaves out."""
+    import urllib.error
+    import urllib.request
+
+    proc = subprocess.Popen(
+        [installed.egg, "web", "--listen", "127.0.0.1:0"], env=box.env(), cwd=box.workspace,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("egg web: open http://127.0.0.1:"), proc.stderr.read()
+        base, _, token = line.split()[-1].partition("/?token=")
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+        def get(path: str, **headers: str) -> tuple[int, bytes]:
+            try:
+                with opener.open(urllib.request.Request(base + path, headers=headers)) as answer:
+                    return answer.status, answer.read()
+            except urllib.error.HTTPError as error:
+                return error.code, b""
+
+        bearer = {"Authorization": f"Bearer {token}"}
+        vendored = ROOT / "plugins" / "web" / "static" / "vendor" / "xterm.js"
+        assert get("/static/vendor/xterm.js", **bearer) == (200, vendored.read_bytes())
+        assert get("/static/term.js", **bearer)[0] == 200
+        assert get("/", **bearer)[0] == 200
+        assert get("/")[0] == 401
+    finally:
+        proc.terminate()
+        proc.wait(10)
