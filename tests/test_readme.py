@@ -97,7 +97,8 @@ def readme_tour() -> list[str]:
 
 
 #: tour commands that need a terminal, a session or an agent CLI: the session tiers run them
-INTERACTIVE = ("egg run", "egg attach", "egg replay", "egg mcp")
+#: what serves or needs a terminal until stopped: left aside (egg web is tested in a browser)
+INTERACTIVE = ("egg run", "egg attach", "egg replay", "egg mcp", "egg web")
 
 
 def runnable_tour() -> tuple[list[str], list[str]]:

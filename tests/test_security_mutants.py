@@ -134,10 +134,30 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "the filtered ssh agent takes a session binding the host key did not sign",
         "egg_core/agentfilter.py",
-        "if not verify_signature(host_key, signature, session_id):",
+        "if not verify_signature(signer, signature, session_id):",
         "if False:",
         (
             "tests/test_agent_filter.py::test_a_binding_the_host_key_did_not_sign_is_refused_and_unbinds",
+        ),
+    ),
+    Mutant(
+        "egg web serves without the token",
+        "plugins/web/gate.py",
+        "if not self._allowed(headers):",
+        "if False:",
+        (
+            "tests/linux/test_web.py::"
+            "test_without_the_token_every_route_and_the_websocket_handshake_is_401[root]",
+        ),
+    ),
+    Mutant(
+        "egg web accepts a WebSocket from another origin",
+        "plugins/web/gate.py",
+        'if websocket and headers.get(b"origin", b"").decode("latin-1") != f"http://{host}":',
+        "if False:",
+        (
+            "tests/linux/test_web.py::"
+            "test_a_websocket_from_another_origin_is_refused_before_any_output[root-null]",
         ),
     ),
     Mutant(

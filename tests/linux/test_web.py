@@ -20,6 +20,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -353,3 +354,41 @@ def test_keys_a_client_sends_to_a_read_only_server_never_reach_the_program(
             socket_.send(b"keys-from-a-client\r")
             time.sleep(1.5)
         assert ("keys-from-a-client" in screen(box, ident)) is arrives, options
+
+
+#: the README's screenshot of a session's page (written with EGG_UPDATE_SCREENSHOT=1)
+SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "egg-web.png"
+
+
+@pytest.mark.parametrize("identity", ["root"], indirect=True)
+def test_the_list_follows_sessions_and_a_sessions_page_is_the_readmes_screenshot(
+    box: Box, web: Callable[..., Web], browser: Any, session: Callable[[str], str], tmp_path: Path
+) -> None:
+    """The list gains a session that starts and loses one that ends, without a reload; the
+    screenshot is of a page as a user sees it (the README shows it: EGG_UPDATE_SCREENSHOT=1
+    writes it there)."""
+    first = session(
+        "printf '\\033[1;32m$\\033[0m ls -l /usr\\n'; ls -l /usr; "
+        "printf '\\033[1;32m$\\033[0m echo a session in the browser\\n'; "
+        "echo a session in the browser; sleep 60"
+    )
+    server = web()
+    page = browser.new_page(viewport={"width": 900, "height": 420})
+    page.goto(server.url)
+    page.wait_for_selector(f'tr[data-session="{first}"]')
+    second = session("echo second; sleep 60")
+    page.wait_for_selector(f'tr[data-session="{second}"]')
+    box.run("kill", second)
+    page.wait_for_selector(f'tr[data-session="{second}"]', state="detached")
+
+    page.goto(f"{server.base}/s/{first}")
+    wait_for(lambda: "a session in the browser" in terminal_text(page), "the session's output")
+    shot = tmp_path / "egg-web.png"
+    page.screenshot(path=str(shot))
+
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    if os.environ.get("EGG_UPDATE_SCREENSHOT") == "1":
+        SCREENSHOT.parent.mkdir(exist_ok=True)
+        SCREENSHOT.write_bytes(shot.read_bytes())
+    assert SCREENSHOT.exists(), "run with EGG_UPDATE_SCREENSHOT=1 to take the README's screenshot"
+    page.close()
