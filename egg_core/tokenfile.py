@@ -9,11 +9,17 @@ import os
 
 def read_token(path: str) -> str:
     """The token in ``path`` (one line); ValueError naming what is wrong. A file that group or
-    others may read (or write) is refused, as ssh refuses such a key: the token is all an HTTP
-    client needs to run your tools."""
+    others may read (or write), or that another user owns, is refused, as ssh refuses such a
+    key: the token is all a client needs."""
     try:
         with open(path, encoding="utf-8") as handle:
-            mode = os.fstat(handle.fileno()).st_mode
+            info = os.fstat(handle.fileno())
+            mode = info.st_mode
+            if info.st_uid != os.geteuid():  # another user made it: that user knows the token
+                raise ValueError(
+                    f"--token-file {path}: it belongs to uid {info.st_uid}, not to you "
+                    f"(uid {os.geteuid()}); make a token file of your own"
+                )
             if mode & 0o077:
                 can = (
                     " or ".join(

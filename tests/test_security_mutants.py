@@ -143,7 +143,7 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "egg web serves without the token",
         "plugins/web/gate.py",
-        "if not self._allowed(headers):",
+        "if not self._allowed(scope, headers, query):",
         "if False:",
         (
             "tests/linux/test_web.py::"
@@ -153,7 +153,7 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "egg web accepts a WebSocket from another origin",
         "plugins/web/gate.py",
-        'if websocket and headers.get(b"origin", b"").decode("latin-1") != f"http://{host}":',
+        'if websocket and headers.get(b"origin", b"").decode("latin-1").lower() != f"http://{host}":',
         "if False:",
         (
             "tests/linux/test_web.py::"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import time
 from pathlib import Path
@@ -207,6 +208,20 @@ def list_sessions(egg_home: Path) -> list[SessionRecord]:
         records.append(SessionRecord(paths, read_json(paths.meta), daemon_alive(paths)))
     records.sort(key=lambda r: (r.meta.get("started", 0), r.paths.id))
     return records
+
+
+#: what a session id looks like (allocate_session's: eight hex digits)
+SESSION_ID = re.compile(r"[0-9a-f]{8}")
+
+
+def session_by_id(egg_home: Path, ident: str) -> SessionPaths | None:
+    """The session whose id is exactly ``ident``, or None: no name or prefix is looked up (a
+    front that takes an id from a request must not search the sessions' directories, which a
+    sandbox can fill, nor let a session named like another's id stand in for it)."""
+    if not SESSION_ID.fullmatch(ident):
+        return None
+    directory = sessions_root(egg_home) / ident
+    return SessionPaths(directory) if directory.is_dir() else None
 
 
 def find_session(egg_home: Path, ident: str) -> SessionPaths:

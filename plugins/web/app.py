@@ -12,8 +12,7 @@ from typing import Any
 
 import attrs
 
-from egg_core.api import EggError
-from egg_core.api.client import find_session, live_status, session_records, session_row
+from egg_core.api.client import live_status, session_by_id, session_records, session_row, visible
 
 from . import bridge, pages
 from .gate import Gate
@@ -24,6 +23,7 @@ FILES = {
     "egg.css": "text/css",
     "list.js": "text/javascript",
     "term.js": "text/javascript",
+    "key.js": "text/javascript",
     "vendor/xterm.js": "text/javascript",
     "vendor/xterm.css": "text/css",
     "vendor/addon-fit.js": "text/javascript",
@@ -46,10 +46,19 @@ def sessions(egg_home: Path) -> list[dict[str, Any]]:
     rows = []
     for record in session_records(egg_home):
         live = live_status(record)
-        rows.append(
-            {**session_row(record), "clients": live.get("clients"), "idle": live.get("idle")}
-        )
+        row = {**session_row(record), "clients": live.get("clients"), "idle": live.get("idle")}
+        rows.append({key: _shown(value) for key, value in row.items()})
     return rows
+
+
+def _shown(value: Any) -> Any:
+    """A sandbox's text as the page may show it (:func:`visible`: no control, no bidi override
+    that would make one session look like another); the rest as it is."""
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, list):
+        return [_shown(item) for item in value]
+    return value
 
 
 def build_app(settings: Settings) -> Any:
@@ -60,10 +69,9 @@ def build_app(settings: Settings) -> Any:
     from starlette.websockets import WebSocket
 
     def _session(ident: str) -> Any:
-        try:
-            return find_session(settings.egg_home, ident)
-        except EggError:
-            return None
+        """The session whose id is ``ident`` exactly (never a name or a prefix: a sandbox
+        names its session, and a prefix is a search through the sessions' directories)."""
+        return session_by_id(settings.egg_home, ident)
 
     async def index(request: Request) -> Response:
         return HTMLResponse(pages.session_list())
@@ -75,12 +83,9 @@ def build_app(settings: Settings) -> Any:
 
     async def terminal(request: Request) -> Response:
         paths = _session(request.path_params["ident"])
-        if paths is None or paths.id != request.path_params["ident"]:
+        if paths is None:
             return PlainTextResponse("egg web: no such session\n", status_code=404)
-        meta = next((r.meta for r in session_records(settings.egg_home, ended=True)
-                     if r.paths.id == paths.id), {})  # fmt: skip
-        name = str(meta.get("name") or "")
-        return HTMLResponse(pages.terminal(paths.id, name, settings.allow_input))
+        return HTMLResponse(pages.terminal(paths.id, settings.allow_input))
 
     async def static(request: Request) -> Response:
         name = request.path_params["name"]
@@ -94,7 +99,7 @@ def build_app(settings: Settings) -> Any:
         size = bridge.size_of(
             websocket.query_params.get("rows"), websocket.query_params.get("cols")
         )
-        if paths is None or paths.id != ident or size is None:
+        if paths is None or size is None:
             await websocket.close(code=1008)
             return
         await websocket.accept()

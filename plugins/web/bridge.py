@@ -27,7 +27,7 @@ def size_of(rows: Any, cols: Any) -> tuple[int, int] | None:
     """(rows, cols) when both are whole numbers the protocol takes; None otherwise."""
     try:
         size = int(rows), int(cols)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: a JSON 1e999
         return None
     if all(1 <= n <= protocol.MAX_DIMENSION for n in size):
         return size

@@ -50,8 +50,18 @@ def parse_listen(text: str) -> tuple[str, int]:
     """(host, port) of ``HOST:PORT`` (``[::1]:PORT`` for IPv6); UsageError naming the flag."""
     host, _, port_text = text.rpartition(":")
     host = host.removeprefix("[").removesuffix("]")
-    if not host or not port_text.isdigit() or not 0 <= int(port_text) < 65536:
+    if not host or not port_text.isascii() or not port_text.isdigit():
         raise UsageError(f"--listen {text}: expected HOST:PORT (e.g. {DEFAULT_LISTEN})")
+    if not 0 <= int(port_text) < 65536:
+        raise UsageError(f"--listen {text}: the port must be below 65536")
+    try:
+        if ipaddress.ip_address(host).is_unspecified:
+            raise UsageError(
+                f"--listen {text}: name the address browsers will use, not every address "
+                "(egg web answers only requests for its own address: DNS rebinding)"
+            )
+    except ValueError:
+        pass  # a name
     return host, int(port_text)
 
 
@@ -168,4 +178,7 @@ def _host_names(shown: str, loopback: bool, port: int) -> list[str]:
     names = [shown]
     if loopback:
         names += ["localhost", "127.0.0.1", "[::1]"]
-    return [f"{name}:{port}" for name in dict.fromkeys(names)]
+    hosts = [f"{name}:{port}" for name in dict.fromkeys(names)]
+    if port == 80:  # a browser leaves the default port out of Host
+        hosts += list(dict.fromkeys(names))
+    return hosts

@@ -27,6 +27,7 @@ def session_list() -> str:
 <tbody></tbody>
 </table>
 <p id="empty" hidden>no running sessions</p>
+<script src="/static/key.js"></script>
 <script src="/static/list.js"></script>
 </body>
 </html>
@@ -34,8 +35,10 @@ def session_list() -> str:
     )
 
 
-def terminal(session_id: str, name: str, allow_input: bool) -> str:
-    title = f"egg {name or session_id}"
+def terminal(session_id: str, allow_input: bool) -> str:
+    """A session's page: its id only (the page opens with the cookie alone; what the session
+    shows comes over the WebSocket, which needs the page key)."""
+    title = f"egg {session_id}"
     extra = (
         '<link rel="stylesheet" href="/static/vendor/xterm.css">\n'
         '<script src="/static/vendor/xterm.js"></script>\n'
@@ -49,6 +52,7 @@ def terminal(session_id: str, name: str, allow_input: bool) -> str:
 <span id="mode">{mode}</span> <span id="status" role="status"></span></header>
 <div id="terminal" data-session="{escape(session_id, quote=True)}"
  data-input="{1 if allow_input else 0}"></div>
+<script src="/static/key.js"></script>
 <script src="/static/term.js"></script>
 </body>
 </html>

@@ -404,9 +404,10 @@ def limited(box: Box, soft: int, hard: int, *args: str, env: dict[str, str]) -> 
 
 @pytest.fixture
 def crowded_home(box: Box) -> dict[str, str]:
-    """A home of 1500 entries, each a bind of the home layer (an agent with home files), and
-    the environment that runs a fake ``claude`` as that agent."""
-    for number in range(1500):
+    """A home of 1100 entries (more than a desktop session's 1024 descriptors), each a bind of
+    the home layer (an agent with home files), and the environment that runs a fake ``claude``
+    as that agent."""
+    for number in range(1100):
         (box.home / f"d{number:04}").mkdir()
         box.chown(box.home / f"d{number:04}")
     fake = box.write(box.root / "bin" / "claude", "#!/bin/sh\necho ran\n", mode=0o755)

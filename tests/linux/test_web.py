@@ -136,8 +136,11 @@ def test_the_list_is_egg_ls_json_and_a_page_shows_the_banner_read_only(
     page.goto(server.url)
     page.wait_for_selector(f'tr[data-session="{ident}"]')
     listed = json.loads(box.run("ls", "--json").stdout)
-    api = page.request.get(f"{server.base}/api/sessions").json()
-    assert page.url == f"{server.base}/"  # the token left the address bar
+    key = page.evaluate("() => localStorage.getItem('egg-web-key')")
+    bearer = {"Authorization": f"Bearer {key}"}
+    api = page.request.get(f"{server.base}/api/sessions", headers=bearer).json()
+    assert page.url == f"{server.base}/"  # the token and the page key left the address bar
+    assert page.request.get(f"{server.base}/api/sessions").status == 401  # the cookie alone
     assert [row["id"] for row in api] == [row["id"] for row in listed] == [ident]
     assert all(api[0][key] == value for key, value in listed[0].items())
     assert {"clients", "idle"} <= api[0].keys()
@@ -190,9 +193,9 @@ def _get(url: str, **headers: str) -> tuple[int, dict[str, str], bytes]:
         return error.code, dict(error.headers), error.read()
 
 
-def handshake(server: Web, ident: str, **headers: str) -> tuple[str, bytes]:
-    """A WebSocket handshake by hand: the status line, and what came after the answer's head
-    within a second (a refused socket gets nothing more)."""
+def handshake(server: Web, ident: str, key: str = "", **headers: str) -> tuple[str, bytes]:
+    """A WebSocket handshake by hand (with ``key``: the page key in the query): the status line,
+    and what came after the answer's head within a second (a refused socket gets nothing)."""
     fields = {
         "Host": f"127.0.0.1:{server.port}",
         "Upgrade": "websocket",
@@ -201,7 +204,8 @@ def handshake(server: Web, ident: str, **headers: str) -> tuple[str, bytes]:
         "Sec-WebSocket-Version": "13",
         **headers,
     }
-    head = f"GET /ws/{ident}?rows=24&cols=80 HTTP/1.1\r\n" + "".join(
+    query = f"rows=24&cols=80&key={key}" if key else "rows=24&cols=80"
+    head = f"GET /ws/{ident}?{query} HTTP/1.1\r\n" + "".join(
         f"{name}: {value}\r\n" for name, value in fields.items()
     )
     with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
@@ -284,15 +288,17 @@ def test_bad_options_are_one_line_and_serve_nothing(box: Box, web: Callable[...,
     server = web()
     busy = box.run("web", "--listen", f"127.0.0.1:{server.port}", timeout=30)
     open_to_all = box.run("web", "--listen", "0.0.0.0:0", timeout=30)
+    elsewhere = box.run("web", "--listen", "192.0.2.1:0", timeout=30)  # refused before a bind
     token = box.write(box.home / "token", "a-token-of-sufficient-length\n", mode=0o644)
     shared = box.run("web", "--token-file", str(token), "--listen", "127.0.0.1:0", timeout=30)
     garbled = box.run("web", "--listen", "no-port", timeout=30)
 
-    for result in (busy, open_to_all, shared, garbled):
+    for result in (busy, open_to_all, elsewhere, shared, garbled):
         assert result.returncode == 2, result.stderr
         assert result.stderr.count("\n") == 1 and result.stdout == "", result.stderr
     assert "--listen" in busy.stderr and "in use" in busy.stderr
-    assert "--token-file" in open_to_all.stderr
+    assert "name the address" in open_to_all.stderr
+    assert "--token-file" in elsewhere.stderr
     assert "group or others may read" in shared.stderr
     kept = box.egg_home / "web-token"
     assert stat.S_IMODE(kept.stat().st_mode) == 0o600
@@ -316,13 +322,47 @@ def test_the_token_in_the_url_becomes_a_strict_httponly_cookie_and_leaves_the_ur
     except urllib.error.HTTPError as answer:
         status, headers = answer.code, answer.headers
 
-    assert status == 303 and headers["Location"] == "/"
+    assert status == 303
+    location = headers["Location"]
+    assert location.startswith("/#key=") and server.token not in location
+    key = location.removeprefix("/#key=")
     cookie = headers["Set-Cookie"]
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
-    assert server.token not in cookie  # the cookie is derived from the token, not the token
+    assert server.token not in cookie and key not in cookie
     value = cookie.split(";")[0]
-    assert _get(f"{server.base}/api/sessions", Cookie=value)[0] == 200
-    assert _get(f"{server.base}/api/sessions", Cookie=value[:-1] + "0")[0] == 401
+    # the cookie opens the pages; the sessions need the key, which the cookie is not: a
+    # browser sends the cookie to every port of 127.0.0.1, another user's server's too
+    assert _get(f"{server.base}/", Cookie=value)[0] == 200
+    assert _get(f"{server.base}/static/term.js", Cookie=value)[0] == 200
+    assert _get(f"{server.base}/api/sessions", Cookie=value)[0] == 401
+    assert _get(f"{server.base}/", Cookie=value[:-1] + "0")[0] == 401
+    # another site's odd cookie beside it does not lock the user out
+    odd = f'theme=dark mode; q="a; {value}; a=\xe9'
+    assert _get(f"{server.base}/", Cookie=odd)[0] == 200
+    assert _get(f"{server.base}/api/sessions", Authorization=f"Bearer {key}")[0] == 200
+
+
+def test_a_cookie_alone_reaches_no_session(
+    box: Box, web: Callable[..., Web], session: Callable[[str], str]
+) -> None:
+    """What another port's server would get from the browser (the cookie) lists no session and
+    opens no terminal: the WebSocket needs the page key."""
+    ident = session("echo SECRET-BANNER; sleep 60")
+    server = web()
+    wait_for(lambda: "SECRET-BANNER" in screen(box, ident), "the banner")
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect)
+    try:
+        opener.open(server.url, timeout=10)
+    except urllib.error.HTTPError as answer:
+        cookie = answer.headers["Set-Cookie"].split(";")[0]
+        key = answer.headers["Location"].removeprefix("/#key=")
+
+    status, after = handshake(server, ident, Origin=server.base, Cookie=cookie)
+    assert status.startswith("HTTP/1.1 401"), status
+    assert b"SECRET-BANNER" not in after
+    status, after = handshake(server, ident, Origin=server.base, Cookie=cookie, key=key)
+    assert status.startswith("HTTP/1.1 101"), status
+    assert b"SECRET-BANNER" in after
 
 
 def test_a_request_for_another_host_name_is_refused(box: Box, web: Callable[..., Web]) -> None:
@@ -392,3 +432,31 @@ def test_the_list_follows_sessions_and_a_sessions_page_is_the_readmes_screenshot
         SCREENSHOT.write_bytes(shot.read_bytes())
     assert SCREENSHOT.exists(), "run with EGG_UPDATE_SCREENSHOT=1 to take the README's screenshot"
     page.close()
+
+
+def test_the_list_shows_a_sandboxs_text_made_visible(
+    box: Box, web: Callable[..., Web], session: Callable[[str], str]
+) -> None:
+    """A session's command (its argv: text the agent chose) with a right-to-left override and
+    an escape sequence is listed with both made visible, as egg prints them."""
+    session("true \u202eevil\x1b[2J; sleep 60")
+    server = web()
+
+    rows = json.loads(
+        _get(f"{server.base}/api/sessions", Authorization=f"Bearer {server.token}")[2]
+    )
+
+    shown = rows[0]["command"][-1]
+    assert "\u202e" not in shown and "\x1b" not in shown
+    assert "evil" in shown and "\\u202e" in shown and "\\x1b" in shown
+
+
+def test_a_token_file_another_user_owns_is_refused(box: Box, web: Callable[..., Web]) -> None:
+    other = 65534 if box.identity.uid == 0 else 0
+    token = box.write(box.root / "their-token", "a-token-of-sufficient-length\n", mode=0o600)
+    os.chown(token, other, other)
+
+    result = box.run("web", "--token-file", str(token), "--listen", "127.0.0.1:0", timeout=30)
+
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "--token-file" in result.stderr

@@ -35,10 +35,20 @@
     empty.hidden = rows.length > 0;
   }
 
+  const key = eggWebKey();
+
   async function refresh() {
     try {
-      const answer = await fetch("/api/sessions", { credentials: "same-origin", cache: "no-store" });
+      const answer = await fetch("/api/sessions", {
+        credentials: "same-origin",
+        cache: "no-store",
+        headers: { Authorization: `Bearer ${key}` },
+      });
       if (answer.ok) draw(await answer.json());
+      else if (answer.status === 401) {
+        empty.textContent = "egg web does not know this page: open the URL it printed";
+        empty.hidden = false;
+      }
     } catch (e) {
       /* the server is gone or restarting: try again */
     }

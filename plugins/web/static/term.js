@@ -18,7 +18,8 @@
   term.open(element);
   fit.fit();
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-  const url = `${scheme}//${location.host}/ws/${encodeURIComponent(id)}?rows=${term.rows}&cols=${term.cols}`;
+  const key = encodeURIComponent(eggWebKey());
+  const url = `${scheme}//${location.host}/ws/${encodeURIComponent(id)}?rows=${term.rows}&cols=${term.cols}&key=${key}`;
   const socket = new WebSocket(url);
   socket.binaryType = "arraybuffer";
   let ended = false;
@@ -41,7 +42,7 @@
     else if ("error" in message) end(`[egg: ${message.error}]`);
     else if ("closed" in message) end(`[${message.closed}]`);
   };
-  socket.onclose = () => end("[disconnected]");
+  socket.onclose = () => end("[disconnected: if egg web was restarted, open the URL it printed]");
   if (input) {
     const encoder = new TextEncoder();
     const send = (data) => socket.readyState === WebSocket.OPEN && socket.send(data);
