@@ -39,8 +39,8 @@ async def relay(
 ) -> None:
     """Carry one browser client until either side ends."""
     try:
-        reader, writer = await asyncio.open_unix_connection(str(paths.sock))
         token = read_token(paths)
+        reader, writer = await asyncio.open_unix_connection(str(paths.sock))
     except OSError:
         await websocket.send_text(json.dumps({"closed": "the session is not running"}))
         await websocket.close()

@@ -79,7 +79,7 @@ class Gate:
         http.cookies, and lock the user out."""
         for part in headers.get(b"cookie", b"").split(b";"):
             name, _, value = part.strip().partition(b"=")
-            if name == COOKIE.encode() and value in self.logins:
+            if name == COOKIE.encode() and any(self._is(value, known) for known in self.logins):
                 return value
         return None
 
