@@ -37,19 +37,13 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != _HERE]
 sys.path.append(str(_HERE))
+sys.path.insert(0, str(_HERE.parent))  # the checkout: tests.browser, the tests' own browser
 
 import ptyprocess  # noqa: E402
 from _report import machine, write_section  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--no-proxy-server",
-    "--disable-dev-shm-usage",
-]
+from tests.browser import launch as browser_launch  # noqa: E402
+
 MiB = 1 << 20
 TEXT = "() => document.querySelector('.xterm-rows')?.innerText ?? ''"
 
@@ -271,7 +265,7 @@ def main() -> None:
         bench = Bench(Path(tmp))
         try:
             with web(bench) as (url, base), sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+                browser = browser_launch(playwright)
                 page = browser.new_page(viewport={"width": 1200, "height": 800})
                 page.goto(url)
                 paint = first_paint(bench, page, base, args.rounds)

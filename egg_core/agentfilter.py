@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import struct
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any
 
 AGENT_FAILURE = 5
@@ -312,32 +312,29 @@ def certificate_of(blob: bytes) -> tuple[Any, bytes, bytes] | None:
         return None
 
 
-def revoked_blobs(known_hosts_lines: Collection[str]) -> set[bytes]:
-    """The keys of ``@revoked`` lines."""
-    return _blobs(known_hosts_lines, "@revoked")
-
-
-def authority_blobs(known_hosts_lines: Collection[str]) -> set[bytes]:
-    """The keys of ``@cert-authority`` lines."""
-    return _blobs(known_hosts_lines, "@cert-authority")
-
-
-def _blobs(lines: Collection[str], wanted: str | None) -> set[bytes]:
+def key_lines(known_hosts_lines: Collection[str]) -> Iterator[tuple[str | None, str, bytes]]:
+    """(marker or None, host patterns, key blob) of each known_hosts line that names a key
+    (a line too short or whose key is not base64 is skipped)."""
     import base64
     import binascii
 
-    found: set[bytes] = set()
-    for line in lines:
+    for line in known_hosts_lines:
         fields = line.split()
         marker = fields[0] if fields and fields[0].startswith("@") else None
-        if marker != wanted or len(fields) < 3 + bool(marker):
+        if len(fields) < 3 + bool(marker):
             continue
         with contextlib.suppress(binascii.Error, ValueError):
-            found.add(base64.b64decode(fields[3 if marker else 2], validate=True))
-    return found
+            blob = base64.b64decode(fields[3 if marker else 2], validate=True)
+            yield marker, fields[1 if marker else 0], blob
+
+
+def revoked_blobs(known_hosts_lines: Collection[str]) -> set[bytes]:
+    """The keys of ``@revoked`` lines."""
+    return {blob for marker, _, blob in key_lines(known_hosts_lines) if marker == "@revoked"}
 
 
 def key_blobs(known_hosts_lines: Collection[str]) -> set[bytes]:
     """The host key blobs of known_hosts lines (``@revoked`` and ``@cert-authority`` lines name
     no key a server presents as its own: neither is allowed to bind as one)."""
-    return _blobs(known_hosts_lines, None) - revoked_blobs(known_hosts_lines)
+    plain = {blob for marker, _, blob in key_lines(known_hosts_lines) if marker is None}
+    return plain - revoked_blobs(known_hosts_lines)

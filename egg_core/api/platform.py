@@ -8,8 +8,9 @@
   ``CAPABILITIES`` the set of all).
 - path rules (``under``, ``depth``, ``writable_under``, ``governing_mode``, ``MODE_RANK``) and the
   policy's network needs (``NEED_NONE`` … ``NEED_FULL``), as the policy itself judges them.
-- the filtered ssh agent (``AgentFilter``, the host keys it binds to: ``agent_key_blobs``, and
-  the keys it never binds to: ``agent_revoked_blobs``);
+- the filtered ssh agent (``AgentFilter``, the host keys it binds to: ``agent_key_blobs``, the
+  keys it never binds to: ``agent_revoked_blobs``, and each known_hosts line's marker, patterns
+  and key: ``agent_key_lines``);
 - the filtering proxy (``FilteringProxy`` in a ``ProxyThread``, its ``DecisionLog``, the
   ``NetworkRules`` it enforces, ``NO_PROXY_INSIDE``) for a platform that serves one.
 - where things are: ``sandbox_cache_dir``, ``host_which`` (a program from the trusted system
@@ -31,6 +32,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from egg_core.agentfilter import AgentFilter
     from egg_core.agentfilter import key_blobs as agent_key_blobs
+    from egg_core.agentfilter import key_lines as agent_key_lines
     from egg_core.agentfilter import revoked_blobs as agent_revoked_blobs
     from egg_core.netproxy import NO_PROXY_INSIDE, DecisionLog, FilteringProxy, ProxyThread
     from egg_core.netrules import NetworkRules
@@ -46,6 +48,7 @@ _PROXY = {
     "split_network_entry": "egg_core.netrules:split_entry",
     "AgentFilter": "egg_core.agentfilter",
     "agent_key_blobs": "egg_core.agentfilter:key_blobs",
+    "agent_key_lines": "egg_core.agentfilter:key_lines",
     "agent_revoked_blobs": "egg_core.agentfilter:revoked_blobs",
 }
 
@@ -62,6 +65,7 @@ __all__ = [
     "NetworkRules",
     "ProxyThread",
     "agent_key_blobs",
+    "agent_key_lines",
     "agent_revoked_blobs",
     "capabilities",
     "depth",

@@ -229,10 +229,10 @@ class MacSeatbelt(Platform):
         return [SANDBOX_EXEC, "-p", self.profile(launch), *launch.argv]
 
     def describe(self, launch: Launch) -> dict[str, Any]:
-        detail: dict[str, Any] = {"profile": self.profile(launch)}
-        if uses_proxy(launch.policy):
+        ssh = self.ssh_route(launch, make=False) if uses_proxy(launch.policy) else None
+        detail: dict[str, Any] = {"profile": self.profile(launch, ssh=ssh)}
+        if ssh is not None:
             detail["env_added"] = host.proxy_variable_names()
-            ssh = self.ssh_route(launch, make=False)
             agent = ssh_agent.key_count(launch.policy, ssh.host_keys) if ssh.agent_socket else None
             config = f"the ssh first on PATH ({ssh.directory}/bin/ssh, with egg's config)"
             keys_at = f"{ssh.directory}/known_hosts"

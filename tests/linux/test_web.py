@@ -25,18 +25,8 @@ from typing import Any
 
 import pytest
 
+from tests.browser import launch as browser_launch
 from tests.linux.conftest import Box
-
-CHROMIUM = "/usr/bin/chromium"
-#: keep the browser off the network (and quiet): the flags the issue names
-FLAGS = [
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--no-proxy-server",
-    "--disable-dev-shm-usage",
-]
 
 
 class Web:
@@ -77,7 +67,7 @@ def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        chromium = browser_launch(playwright)
         yield chromium
         chromium.close()
 

@@ -274,8 +274,7 @@ def _session(request: ProfileRequest) -> list[str]:
                 "the run's tool socket and its shims, read-only (egg tool-call, egg.yaml tools:)"
             ),
             rule("allow", ["network-outbound"], [_unix_socket(sock, "file")]),
-            rule("allow", ["file-read*"], [_filter("subpath", tools)]),
-            rule("deny", ["file-write*"], [_filter("subpath", tools)]),
+            *_read_only_directory(tools),
         ]
     if request.ssh_route:
         route = request.resolve(request.ssh_route)
@@ -284,8 +283,7 @@ def _session(request: ProfileRequest) -> list[str]:
                 "the ssh route, read-only: egg's ssh config and ProxyCommand (a CONNECT to the "
                 "filtering proxy) and the allowed hosts' known_hosts lines"
             ),
-            rule("allow", ["file-read*"], [_filter("subpath", route)]),
-            rule("deny", ["file-write*"], [_filter("subpath", route)]),
+            *_read_only_directory(route),
         ]
     if request.ssh_agent:
         agent = request.resolve(request.ssh_agent)
@@ -304,6 +302,14 @@ def _session(request: ProfileRequest) -> list[str]:
             rule("allow", ["file-read*", "file-write*"], [_filter("subpath", shared)]),
         ]
     return out
+
+
+def _read_only_directory(path: str) -> list[str]:
+    """One of egg's own directories under the denied ``$EGG_HOME``, readable and not writable."""
+    return [
+        rule("allow", ["file-read*"], [_filter("subpath", path)]),
+        rule("deny", ["file-write*"], [_filter("subpath", path)]),
+    ]
 
 
 def _pinned(policy: EffectivePolicy, request: ProfileRequest) -> list[str]:

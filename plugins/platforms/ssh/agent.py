@@ -40,22 +40,16 @@ def authorities(policy: EffectivePolicy, host_keys: Sequence[str]) -> dict[bytes
     """Each ``@cert-authority`` key of ``host_keys`` with the allowed host names its lines
     vouch for (as ssh matches a line: against ``host`` on port 22, ``[host]:port`` on another;
     a certificate then names the bare host among its principals)."""
-    import base64
-    import binascii
+    from egg_core.api.platform import agent_key_lines
 
     from .route import line_applies, ssh_name, targets
 
     found: dict[bytes, set[str]] = {}
-    for line in host_keys:
-        fields = line.split()
-        if len(fields) < 4 or fields[0] != "@cert-authority":
-            continue
-        try:
-            blob = base64.b64decode(fields[3], validate=True)
-        except (binascii.Error, ValueError):
+    for marker, patterns, blob in agent_key_lines(host_keys):
+        if marker != "@cert-authority":
             continue
         for host, port in targets(policy):
-            if line_applies(fields[1], ssh_name(host, port)):
+            if line_applies(patterns, ssh_name(host, port)):
                 found.setdefault(blob, set()).add(host)
     return found
 
