@@ -25,6 +25,10 @@ proxy's rules (its runner serves them from a child process: :mod:`egg_core.netch
 lives in ``$EGG_HOME/cache/exec``, which no sandbox can see. ``EGG_EXEC_CACHE=0`` turns it off;
 ``EGG_EXEC_CACHE=debug`` says why a call missed.
 
+A hit is run by :mod:`egg_core.cachedrun`: a platform's runner may start its sandbox before the
+last checks, and let the command start once they passed (the recipe's ``admits``: see
+``Prepared.recipe``); linux-ns's does, its shim in the sandbox waiting for egg's go-ahead.
+
 This module imports only C-level standard modules: it runs before anything else is loaded.
 """
 
@@ -43,10 +47,12 @@ if TYPE_CHECKING:  # importing typing costs milliseconds that this module exists
 
     Fact = tuple[Any, ...]
 
-FORMAT = 11  # 7: entries carry the persistence guards (git state, settings, write window)
+FORMAT = 14  # 7: entries carry the persistence guards (git state, settings, write window)
 # 8: and the settings files' command-defining keys; 9: recorded facts, keyed on variables read;
 # 10: linux-ns entries name their bwrap (binds are pinned from its options on); 11: an entry's
-# runner and its platform's fact checkers are admitted by the file they were recorded from
+# runner and its platform's fact checkers are admitted by the file they were recorded from;
+# 12: linux-ns entries say whether bwrap leads a process group of its own; 13: the facts the
+# spawn rests on apart from the rest (split_facts); 14: linux-ns's bridge runs compiled
 CACHE_ENV = "EGG_EXEC_CACHE"
 KEEP = 64
 
@@ -100,11 +106,37 @@ def full_key(base: str, digest: Mapping[str, str]) -> str:
 # --- facts -------------------------------------------------------------------------------------
 
 
-def facts_hold(entry: Mapping[str, Any]) -> Fact | None:
-    """The first of an entry's facts that no longer holds (None: the launch is still valid)."""
+def facts_hold(entry: Mapping[str, Any], part: str = "spawn_facts") -> Fact | None:
+    """The first of an entry's facts (of ``part``: see :func:`split_facts`) that no longer
+    holds (None: the launch is still valid)."""
     from egg_core.facts import stale_fact
 
-    return stale_fact(entry["facts"])
+    return stale_fact(entry[part])
+
+
+def split_facts(facts: Iterable[Fact], argv: Iterable[str]) -> tuple[list[Fact], list[Fact]]:
+    """``facts`` as (``spawn_facts``, ``facts``): what must hold before the sandbox is started,
+    and what must hold before its command may (checked while bubblewrap sets the sandbox up:
+    :func:`admit_run`). Before: every fact about a path of the command line or a directory
+    above one (what bubblewrap's set-up acts on: the mounts' sources and destinations, and the
+    mount points it makes), every placeholder, and every file's contents (egg's own code among
+    them, which runs before the command is admitted). After: the rest — whether the paths the
+    decision looked at and did not mount exist, directory listings, a platform's own facts."""
+    named = set()
+    for arg in argv:
+        if not arg.startswith("/"):
+            continue
+        path = os.path.normpath(arg)
+        while path not in named:
+            named.add(path)
+            path = os.path.dirname(path)
+    before: list[Fact] = []
+    after: list[Fact] = []
+    for fact in facts:
+        kind, subject = fact[0], fact[1]
+        early = kind in ("s", "c") or (kind in ("i", "l") and subject in named)
+        (before if early else after).append(fact)
+    return before, after
 
 
 # --- the cache ---------------------------------------------------------------------------------
@@ -215,34 +247,6 @@ def _prune(directory: str) -> None:
             pass
 
 
-def live_sessions_need_recovery(environ: Mapping[str, str]) -> bool:
-    """A session whose daemon died, or an ``egg exec`` that was killed, is recovered by the
-    full path (which says so)."""
-    from egg_core import rundirs
-
-    home = rundirs.egg_home_of(environ)
-    if rundirs.orphans(home):
-        return True
-    live = os.path.join(home, "sessions", ".live")
-    try:
-        names = os.listdir(live)
-    except OSError:
-        return False
-    for name in names:
-        try:
-            with open(os.path.join(live, name)) as handle:
-                pid = int(handle.read().strip() or 0)
-            # the daemon of this very session (as the full path checks it): a dead daemon's
-            # pid may be a zombie, or already another process's
-            with open(f"/proc/{pid}/cmdline", "rb") as handle:
-                cmdline = handle.read()
-        except (OSError, ValueError):
-            return True
-        if os.path.join(home, "sessions", name).encode() not in cmdline:
-            return True
-    return False
-
-
 def lookup(args: list[str], environ: Mapping[str, str]) -> dict[str, Any] | None:
     """The valid cache entry for ``egg ARGS`` here and now, or None (a miss: run the full path).
 
@@ -269,106 +273,25 @@ def lookup(args: list[str], environ: Mapping[str, str]) -> dict[str, Any] | None
                 names = ", ".join("the set of variables" if n == "\0names" else n for n in changed)
                 why = f"the environment it read changed: {names or '?'}"
             elif (fact := facts_hold(entry)) is not None:
-                why = f"changed since it was cached: {_kind_name(fact[0])} {fact[1]}"
-            elif live_sessions_need_recovery(environ):
-                why = "a crashed session needs recovery"
+                why = f"changed since it was cached: {kind_name(fact[0])} {fact[1]}"
             elif runner_of(entry) is None:
                 why = f"its runner {entry['runner']} is not the code it was cached with"
     except Exception as exc:
         why = f"{type(exc).__name__}: {exc}"
-    if setting == "debug":
-        from egg_core.sanitize import visible
-
-        print(visible(f"egg: exec cache {'miss: ' + why if why else 'hit'}"), file=sys.stderr)
+    if why is not None:
+        say_miss(environ, why)
     return entry if why is None else None
 
 
-def _kind_name(kind: str) -> str:
+def say_miss(environ: Mapping[str, str], why: str) -> None:
+    """``EGG_EXEC_CACHE=debug``: why this call was not a hit."""
+    if environ.get(CACHE_ENV) == "debug":  # the reason names paths and variables: sanitized
+        from egg_core.sanitize import visible
+
+        print(visible(f"egg: exec cache miss: {why}"), file=sys.stderr)
+
+
+def kind_name(kind: str) -> str:
     from egg_core.facts import KIND_NAMES
 
     return KIND_NAMES.get(kind, kind)
-
-
-def try_run(args: list[str], environ: Mapping[str, str]) -> int | None:
-    """Run ``egg ARGS`` (an ``egg exec``) from the cache; None on a miss, before anything ran,
-    or when the cached launch's set-up failed as the host changed under it (the full path then
-    prepares it afresh; nothing of the command ran)."""
-    entry = lookup(args, environ)
-    if entry is None:
-        return None
-    runner = runner_of(entry)
-    if runner is None:  # (its file changed since lookup admitted it)
-        return None
-    env = {name: environ[name] for name in entry["env_copy"] if name in environ}
-    env.update(entry["env_set"])
-    from egg_core import rundirs, windows
-
-    home = rundirs.egg_home_of(environ)
-    run_dir, entry = _prepare_run(entry, home)
-    window = windows.open_window(home, *entry["window"])
-    try:
-        code = runner(entry, env)
-        return None if code is None else int(code)
-    finally:
-        windows.close_window(home, window)
-        git = entry.get("git")
-        watch = [path for path in entry.get("code_watch", ()) if os.path.lexists(path)]
-        if watch or (git and _watch_changed(git)):
-            _audit(git, watch, home)
-        if run_dir is not None:
-            rundirs.finish(run_dir, home)
-
-
-def _watch_changed(git: dict[str, Any]) -> bool:
-    from egg_core.facts import stale_fact
-
-    return stale_fact(git["watch"]) is not None
-
-
-def _prepare_run(entry: dict[str, Any], egg_home: str) -> tuple[str | None, dict[str, Any]]:
-    """The launch directory for this run, when it needs one: the agent's settings copied into
-    it before the run (threat H: what the sandbox writes there must not run on the host
-    later), the agent's home files staged in a fresh home layer (egg_core.homefiles), whose
-    path replaces the cached one in the command line, and the network's sockets (the runner
-    makes them there: the entry's ``run_dir``). (None, entry) when none of these."""
-    files = entry.get("settings")
-    home_files = entry.get("home_files")
-    if not files and not home_files and not entry.get("network"):
-        return None, entry
-    from egg_core import rundirs
-
-    run_dir = rundirs.create(egg_home)
-    entry = {**entry, "run_dir": run_dir}
-    if not files and not home_files:
-        return run_dir, entry
-    from egg_core import snapshot
-
-    staged: dict[str, str] = {}
-    if home_files:
-        from egg_core import homefiles
-
-        layer = os.path.join(run_dir, homefiles.LAYER)
-        staged = homefiles.stage(layer, list(home_files))
-        old = entry["home_layer"]
-        # by its real path, as the entry has the cached one: a bind's source is opened with no
-        # symlink on the way (egg_plugins.platforms.linux.bindfds), $EGG_HOME may be below one
-        layer = os.path.realpath(layer)
-        entry = {**entry, "argv": [layer if arg == old else arg for arg in entry["argv"]]}
-    snapshot.take(
-        os.path.join(run_dir, "settings"),
-        files or [],
-        entry.get("settings_keys"),
-        staged,
-        entry.get("settings_reasons"),
-    )
-    return run_dir, entry
-
-
-def _audit(git: dict[str, Any] | None, watch: list[str], egg_home: str) -> None:
-    """A repository or an agent code directory may have appeared during the run: the full audit
-    (rarely needed, so its imports are paid only then; see :func:`egg_core.launch.after_run`)."""
-    from egg_core.launch import after_run
-    from egg_core.sanitize import visible
-
-    for line in after_run(git, watch, egg_home):
-        print(f"egg: {visible(line)}", file=sys.stderr)

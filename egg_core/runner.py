@@ -38,6 +38,8 @@ def popen_sandbox(prepared: Prepared, **kwargs: Any) -> subprocess.Popen[bytes]:
         for fd in keep:
             os.set_inheritable(fd, True)
         seal_descriptors(keep)
+        if prepared.own_process_group:
+            os.setpgid(0, 0)
         if prepared.preexec_fn is not None:
             prepared.preexec_fn()
 

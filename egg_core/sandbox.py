@@ -123,6 +123,9 @@ class Prepared:
     #: signals the spawned process must start with ignored (the platform restores them for the
     #: command itself); a sandbox's outer monitor must survive the terminal's Ctrl-C
     ignore_signals: tuple[int, ...] = ()
+    #: the spawned process leads a process group of its own, so that the terminal's Ctrl-C and
+    #: Ctrl-\\ reach egg alone (which passes them on to the command: :mod:`egg_core.spawn`)
+    own_process_group: bool = False
     notes: list[str] = attrs.Factory(list)
     _cleanups: list[Callable[[], None]] = attrs.Factory(list)
     _exit_reasons: list[Callable[[int], str | None]] = attrs.Factory(list)
@@ -131,7 +134,13 @@ class Prepared:
     _exit_code: Callable[[int], int | None] | None = None
     _child_pid: Callable[[], int | None] | None = None
     #: a self-contained description of this launch that ``egg exec`` may cache and run again
-    #: without resolving anything (see :mod:`egg_core.execcache`); None when it cannot be cached
+    #: without resolving anything (see :mod:`egg_core.execcache`); None when it cannot be cached.
+    #: ``"runner"`` names the ``module:function`` a hit calls as ``function(entry, env)`` (the
+    #: command's exit code, or None: run the full path, nothing ran); with ``"admits": True``
+    #: as ``function(entry, env, admit)``, where the runner starts the sandbox at once, calls
+    #: ``admit()`` while it sets up, and lets the command start only when it said yes
+    #: (:class:`egg_core.cachedrun.Admission`; a runner that fails closed first calls
+    #: ``admit.failed_closed()``)
     recipe: dict[str, Any] | None = None
     #: when set, the spawned process's own stderr must be a pipe (what it says while setting up
     #: the sandbox: read back by :func:`egg_core.spawn.setup_errors`) and the real stderr must be

@@ -20,6 +20,9 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
+    from typing import TypeVar
+
+    Started = TypeVar("Started")
 
 FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)
 SANDBOX_FAILED = 125
@@ -94,9 +97,10 @@ def seal_descriptors(keep: Iterable[int]) -> None:
                 continue  # already closed (the listing's own descriptor)
 
 
-def spawn_ignoring(spawn: Callable[[], int], ignore: Iterable[int]) -> int:
-    """Run ``spawn`` (which starts the child and returns its pid) with ``ignore`` set to SIG_IGN,
-    so the child inherits the ignored dispositions; egg's own handlers are restored after."""
+def spawn_ignoring(spawn: Callable[[], Started], ignore: Iterable[int]) -> Started:
+    """Run ``spawn`` (which starts the child and returns its pid, or what gives it) with
+    ``ignore`` set to SIG_IGN, so the child inherits the ignored dispositions; egg's own
+    handlers are restored after."""
     saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in ignore}
     try:
         return spawn()

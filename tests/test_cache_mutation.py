@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 MUTANT = """\
 import egg_core.execcache as execcache
 
-execcache.facts_hold = lambda entry: None  # the mutation: a cached entry's facts always hold
+# the mutation: a cached entry's facts always hold (those the spawn rests on, and the rest)
+execcache.facts_hold = lambda entry, part="spawn_facts": None
 """
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -171,6 +173,44 @@ def test_cache_can_be_turned_off(cache_workspace):
     egg_exec(work, env, "true")
     result = egg_exec(work, {**env, "EGG_EXEC_CACHE": "0"}, "true")
     assert "exec cache" not in result.stderr and result.returncode == 0
+
+
+@pytest.mark.fact_check
+def test_a_stale_entry_found_while_its_sandbox_is_set_up_runs_nothing(cache_workspace):
+    """A fact the spawn does not rest on (here: that ~/.aws is absent, which the decision looked
+    at and had nothing to mount for) is checked while bubblewrap sets the sandbox up. When it
+    no longer holds, that sandbox is killed before its command starts, its first process too
+    (which waits on the go-ahead, and would take the end of it for one): the full path decides
+    again and runs the command, once."""
+    work, env = cache_workspace
+    command = ("sh", "-c", "echo ran >> ran.log")
+    egg_exec(work, env, *command)
+    cached_call(work, env, *command)
+    (work / "ran.log").unlink()
+    (Path(env["HOME"]) / ".aws").mkdir()
+
+    result = egg_exec(work, env, *command)
+    time.sleep(0.2)  # what a sandbox left running would have written by now
+
+    assert result.returncode == 0, result.stderr
+    assert not hit(result)
+    assert miss_reason(result).endswith(f"{env['HOME']}/.aws"), result.stderr
+    assert (work / "ran.log").read_text() == "ran\n"
+    assert not processes_in(work)  # nor a sandbox's first process, stuck before its set-up
+
+
+def processes_in(directory: Path) -> list[int]:
+    """The processes whose working directory is ``directory`` or below it."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                cwd = os.readlink(f"/proc/{name}/cwd")
+            except OSError:
+                continue
+            if cwd == str(directory) or cwd.startswith(f"{directory}/"):
+                found.append(int(name))
+    return found
 
 
 def test_a_removed_command_is_not_found_even_after_caching(cache_workspace):

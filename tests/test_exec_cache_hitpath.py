@@ -36,17 +36,15 @@ PLAIN_HIT = {
     "__future__",  # the modules' ``from __future__ import annotations``
     "egg_core",
     "egg_core.cli",  # main(): offers exec to the cache
-    "egg_core.execcache",  # the key, the entry, the run
+    "egg_core.execcache",  # the key, the entry
+    "egg_core.cachedrun",  # the run: admission, launch directory, window
     "egg_core.facts",  # the entry's facts checked again
     "egg_core.seeds",  # placeholder facts
     "egg_core.rundirs",  # $EGG_HOME, the launch directory, crashed launches
     "egg_core.agentsockets",  # the ssh agents fact's checker
     "egg_core.windows",  # the write window around the run
     "egg_core.snapshot",  # the settings snapshot (./.envrc in every run)
-    "egg_core.hostfs",  # snapshot's safe file operations
-    "egg_core.safeio",
-    "egg_core.guardlog",  # what could not be restored, for egg doctor
-    "egg_core.spawn",  # posix_spawn, signals, the exit code
+    "egg_core.spawn",  # signals, the exit code
     "egg_core.api",  # the plugin API's package: its names load when first used (PEP 562)
     "egg_core.api.fast",  # what a platform's runner may import (the standard library's alone)
     "egg_plugins",
@@ -55,25 +53,21 @@ PLAIN_HIT = {
     "egg_plugins.platforms.linux.fastrun",  # the runner
     "egg_plugins.platforms.linux.placeholders",
     "egg_plugins.platforms.linux.status",  # bwrap's --json-status-fd
-    "egg_plugins.platforms.linux.vanishing",  # masks of files gone by the spawn
     "egg_plugins.platforms.linux.bindfds",  # binds from descriptors opened right before it
     "fcntl",  # placeholders' locks
-    # the socket gate: every connect() of the sandbox judged by egg (C modules, and ctypes for
-    # the system calls os lacks: seccomp, pidfd_getfd, openat2)
+    # the socket gate: every connect() of the sandbox judged by egg (C modules, and ctypes' own
+    # C module for the system calls os lacks: seccomp, pidfd_getfd, openat2)
     "egg_plugins.platforms.linux.socketgate",
     "egg_plugins.platforms.linux.gate_abi",
     "egg_plugins.platforms.linux.gate_filter",  # the cached filters, read
-    "_socket",  # its listener comes back from the child over a socket pair
+    "_socket",  # its socket operations (and a forked child's channel back, on the full path)
     "_queue",  # its workers' jobs
     "select",  # it waits for calls
     "resource",  # its descriptor limit
     "errno",
     "struct",
     "_struct",
-    "ctypes",
     "_ctypes",
-    "ctypes._endian",
-    "types",  # (ctypes)
 }
 #: either of these: sha256 in C (3.12 renamed the module)
 SHA256 = {"_sha256", "_sha2"}
@@ -81,6 +75,8 @@ SHA256 = {"_sha256", "_sha2"}
 DEBUG = {"egg_core.sanitize", "unicodedata"}
 #: and of ``egg exec --agent claude -- CMD``: a home layer, and the allowlist's proxy
 AGENT_HIT = PLAIN_HIT | {
+    "egg_core.hostfs",  # the settings files copied and put back: safe file operations
+    "egg_core.safeio",
     "egg_core.homefiles",  # ~/.claude.json staged in a fresh home layer
     "egg_core.netchild",  # the proxy's sockets, its child process
     "egg_plugins.platforms.linux.fastnet",  # the runner with a network
@@ -193,7 +189,7 @@ def checkers_recorded(egg_home: Path) -> set[str]:
             continue
         with path.open("rb") as handle:
             entry = marshal.load(handle)
-        for kind, subject, _ in entry["facts"]:
+        for kind, subject, _ in [*entry["spawn_facts"], *entry["facts"]]:
             if kind == "x":
                 found.add(str(subject[0]).partition(":")[0])
     return found

@@ -181,6 +181,27 @@ MUTANTS: list[Mutant] = [
             "test_a_reattach_repaint_asks_the_terminal_no_xtgettcap_or_decrqss",
         ),
     ),
+    Mutant(
+        "a cached launch's command starts at the end of egg's pipe (egg killed meanwhile)",
+        "plugins/platforms/linux/fastrun.py",
+        "read -r go <&{GO_FD} || exit 125; ",
+        "read -r go <&{GO_FD}; ",
+        (
+            "tests/linux/test_socket_gate_cached.py::"
+            "test_a_cached_command_starts_only_on_eggs_go_ahead[is-gone]",
+        ),
+    ),
+    Mutant(
+        "the thread a cached sandbox was started from ends at once (its parent, to the kernel)",
+        "plugins/platforms/linux/socketgate.py",
+        """            self._spawner.acquire()
+            self._spawner.release()""",
+        """            pass""",
+        (
+            "tests/linux/test_socket_gate_cached.py::"
+            "test_what_spawn_filtered_starts_outlives_the_thread_that_started_it",
+        ),
+    ),
 ]
 
 

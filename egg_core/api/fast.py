@@ -5,6 +5,7 @@ cheapest modules alone, because ``egg exec``'s cache hit imports them before the
 
 ``netchild`` — the cached launch's proxy child (binds the proxy's sockets, starts and stops the
 child that serves them) — is loaded only when asked for: a plain hit has no network to filter.
+``Admission`` is what a runner that admits is given (see ``Prepared.recipe``).
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ from . import lazily
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from egg_core import netchild
+    from egg_core.cachedrun import Admission
 
 __all__ = [
     "DIRECTORY",
     "SANDBOX_FAILED",
+    "Admission",
     "absent_or_seed",
     "holds_seed",
     "netchild",
@@ -45,4 +48,6 @@ __all__ = [
 ]
 
 
-__getattr__ = lazily(globals(), {"netchild": "egg_core:netchild"})
+__getattr__ = lazily(
+    globals(), {"netchild": "egg_core:netchild", "Admission": "egg_core.cachedrun:Admission"}
+)

@@ -24,7 +24,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
 
         return toolclient.main(args[1:])
     if args[:1] == ["exec"] and "--debug" not in args and env.get("EGG_DEBUG") != "1":
-        from egg_core.execcache import try_run
+        from egg_core.cachedrun import try_run
 
         code = try_run(args, env)
         if code is not None:

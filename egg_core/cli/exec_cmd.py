@@ -187,6 +187,7 @@ def remember(ctx: Context, plan: Any, prepared: Any, cwd: Path) -> None:
         _, subject = recorder.conflicts[0]
         _not_stored(ctx, f"{subject} changed while egg looked at it")
         return
+    before, later = ec.split_facts(recorder.facts(), prepared.recipe.get("argv", ()))
     entry = {
         **prepared.recipe,
         "runner_file": runner_file,
@@ -196,7 +197,8 @@ def remember(ctx: Context, plan: Any, prepared: Any, cwd: Path) -> None:
         "settings_reasons": dict(plan.settings_reasons),
         "code_watch": list(plan.code_watch),
         "window": list(plan.write_window()),
-        "facts": recorder.facts(),
+        "facts": later,
+        "spawn_facts": before,
         "env_copy": env_copy,
         "env_set": env_set,
     }

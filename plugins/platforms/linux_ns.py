@@ -92,13 +92,21 @@ CPU_EXIT = cpubudget.EXIT_CODE
 #: digit, as the shell's redirections need, and never one of the descriptors bwrap is told about
 #: (see :func:`egg_plugins.platforms.linux.fastrun.away_from`)
 COMMAND_STDERR_FD = fastrun.COMMAND_STDERR_FD
-#: run inside the sandbox first: the command's stderr back in place, then the command
-STDERR_SHIM = (
-    "/bin/sh",
-    "-c",
-    f'exec 2>&{COMMAND_STDERR_FD} {COMMAND_STDERR_FD}>&-; exec "$@"',
-    "egg-stderr",
-)
+#: run inside the sandbox first: the command's stderr back in place, then the command (an exec
+#: cache hit runs it as fastrun.GATED_SHIM, which first waits for egg's go-ahead)
+STDERR_SHIM = fastrun.STDERR_SHIM
+
+
+def _signal_defaults(tty: bool) -> list[str]:
+    """What puts Ctrl-C's signals back to their defaults for the command, when it needs it.
+
+    With a terminal (``--tty``, sessions) the command shares its process group with bwrap's
+    monitor, which must survive the terminal's Ctrl-C and Ctrl-\\: the monitor is spawned with
+    SIGINT and SIGQUIT ignored, and ``env --default-signal`` gives the command the defaults
+    back. Without one, bwrap gets a process group of its own (``Prepared.own_process_group``):
+    the terminal's signals reach egg alone, which passes them on to the command, and nothing
+    is ignored — one exec fewer on every launch (about 0.7 ms of an exec cache hit)."""
+    return ["env", "--default-signal=INT,QUIT", "--"] if tty else []
 
 
 def lock_dir(egg_home: Path) -> Path:
@@ -185,11 +193,9 @@ class LinuxNamespaces(Platform):
     # -- building the command
 
     def _argv(self, launch: Launch, listens: list[str]) -> list[str]:
-        # bwrap's monitor is spawned with SIGINT/SIGQUIT ignored so that Ctrl-C reaches only the
-        # command; ``env --default-signal`` gives the command back the default dispositions.
         # bwrap's own stderr is a pipe egg reads (its reason when set-up fails); the command
         # gets the real one back from COMMAND_STDERR_FD, where the spawner put it.
-        argv = [*STDERR_SHIM, "env", "--default-signal=INT,QUIT", "--", *launch.argv]
+        argv = [*STDERR_SHIM, *_signal_defaults(launch.tty), *launch.argv]
         return network.bridged(listens, argv) if listens else argv
 
     def _prefix(self, policy: EffectivePolicy) -> list[str]:
@@ -363,7 +369,10 @@ class LinuxNamespaces(Platform):
         prepared.argv = join + prefix + args
         prepared.pass_fds = (seccomp_fd, status_write, gate.child_fd)
         prepared.stderr_fd = COMMAND_STDERR_FD
-        prepared.ignore_signals = (signal.SIGINT, signal.SIGQUIT)
+        if launch.tty:
+            prepared.ignore_signals = (signal.SIGINT, signal.SIGQUIT)
+        else:
+            prepared.own_process_group = True
         prepared.set_exit_code_reader(exit_code)
         prepared.set_child_pid_reader(status.child_pid)
         # a masked file that is gone by the time bwrap mounts (a container engine's socket, an
@@ -487,9 +496,11 @@ class LinuxNamespaces(Platform):
         reasons = {CPU_EXIT: backstop} if backstop is not None else {}
         prepared.recipe = {
             "runner": "egg_plugins.platforms.linux.fastrun:run",
+            "admits": True,  # it starts bwrap at once, and asks while bwrap sets up
             "argv": argv,
             "seccomp_file": str(seccomp_file),
             "ignore_signals": [int(s) for s in prepared.ignore_signals],
+            "process_group": prepared.own_process_group,
             "tty": launch.tty,
             "placeholders": [list(pair) for pair in placeholders],
             "lock_dir": str(lock_dir(launch.egg_home)),

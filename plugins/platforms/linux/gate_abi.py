@@ -1,15 +1,27 @@
 """The kernel interfaces the socket gate (:mod:`.socketgate`) needs and Python's ``os`` lacks:
-seccomp's user notifications, ``pidfd_getfd``, ``openat2`` and ``SIOCUNIXFILE``, through ctypes.
+seccomp's user notifications, ``pidfd_getfd``, ``openat2`` and ``SIOCUNIXFILE``, through ctypes'
+own C module.
 
 Standard library only, and nothing is loaded until first use: the exec cache's fast path imports
-this module before it spawns (see :mod:`egg_core.execcache`). x86_64 and aarch64 numbers.
+this module before it spawns (see :mod:`egg_core.execcache`). ``ctypes`` itself is not imported:
+its package defines every C type and loader class in Python (with ``struct`` and ``types``),
+about 0.7 ms of every cache hit, and this module needs a handful. They are defined here as
+``ctypes`` defines them, on ``_ctypes`` (the C module under it), as ``egg_core.spawn`` uses
+``_signal`` and the gate ``_socket``. x86_64 and aarch64 numbers.
 """
 
 from __future__ import annotations
 
-import ctypes
+import _ctypes as _c_module
 import os
 import struct
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+#: the C module, to the type checker as what it is to this module: types to subclass
+_ctypes: Any = _c_module
 
 MACHINE = os.uname().machine
 #: syscall numbers: (x86_64, aarch64)
@@ -41,19 +53,68 @@ RESOLVE_NO_MAGICLINKS = 0x02
 RESOLVE_IN_ROOT = 0x10
 SIOCUNIXFILE = 0x89E0  # SIOCPROTOPRIVATE: an O_PATH descriptor of a bound unix socket's file
 
-_libc: ctypes.CDLL | None = None
+# -- the C types this module passes, as ctypes defines them (see the module's docstring)
 
 
-def _lib() -> ctypes.CDLL:
+def _simple_type(name: str, code: str) -> Any:
+    """A C type of ``struct``'s ``code`` (``class c_int(_SimpleCData): _type_ = "i"``)."""
+    return type(name, (_ctypes._SimpleCData,), {"_type_": code})
+
+
+c_int = _simple_type("c_int", "i")
+c_uint = _simple_type("c_uint", "I")
+c_long = _simple_type("c_long", "l")
+c_ulong = _simple_type("c_ulong", "L")
+c_uint64 = _simple_type("c_uint64", "Q")
+c_void_p = _simple_type("c_void_p", "P")
+c_char_p = _simple_type("c_char_p", "z")
+c_char = _simple_type("c_char", "c")
+c_size_t = c_ulong  # LP64: x86_64 and aarch64
+addressof = _ctypes.addressof
+get_errno = _ctypes.get_errno
+
+
+def create_string_buffer(data: bytes) -> Any:
+    """A mutable C buffer holding ``data``, which stays put (ctypes' function of that name)."""
+    buffer = (c_char * len(data))()
+    buffer.raw = data
+    return buffer
+
+
+#: a C function of libc that sets errno for :func:`get_errno` (a function of ctypes' ``CDLL``
+#: with ``use_errno``)
+_Function: Any = type(
+    "_Function",
+    (_ctypes.CFuncPtr,),
+    {"_flags_": _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO, "_restype_": c_int},
+)
+
+
+class _Libc:
+    """What ``ctypes.CDLL(None, use_errno=True)`` gives: the process's own C library."""
+
+    def __init__(self) -> None:
+        self._handle = _ctypes.dlopen(None, _ctypes.RTLD_LOCAL)
+        self.syscall = self._function("syscall", c_long)
+        self.ioctl = self._function("ioctl", c_int, (c_int, c_ulong, c_void_p))
+        self.prctl = self._function("prctl", c_int)
+        self.connect = self._function("connect", c_int, (c_int, c_char_p, c_uint))
+
+    def _function(self, name: str, restype: type, argtypes: tuple[type, ...] | None = None) -> Any:
+        function = _Function((name, self))
+        function.restype = restype
+        if argtypes is not None:
+            function.argtypes = argtypes
+        return function
+
+
+_libc: _Libc | None = None
+
+
+def _lib() -> _Libc:
     global _libc
     if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-        _libc.syscall.restype = ctypes.c_long
-        _libc.ioctl.restype = ctypes.c_int
-        _libc.ioctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)
-        _libc.prctl.restype = ctypes.c_int
-        _libc.connect.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
-        _libc.connect.restype = ctypes.c_int
+        _libc = _Libc()
     return _libc
 
 
@@ -68,7 +129,7 @@ def _number(name: str) -> int:
 
 def _check(result: int) -> int:
     if result < 0:
-        err = ctypes.get_errno()
+        err = get_errno()
         raise OSError(err, os.strerror(err))
     return result
 
@@ -79,10 +140,10 @@ class Program:
     def __init__(self, bpf: bytes) -> None:
         if not bpf or len(bpf) % 8:
             raise ValueError("a BPF program is a whole number of 8-byte instructions")
-        self.code = ctypes.create_string_buffer(bpf, len(bpf))
+        self.code = create_string_buffer(bpf)
         # struct sock_fprog { unsigned short len; struct sock_filter *filter; }
-        self.fprog = ctypes.create_string_buffer(
-            struct.pack("HxxxxxxP", len(bpf) // 8, ctypes.addressof(self.code))
+        self.fprog = create_string_buffer(
+            struct.pack("HxxxxxxP", len(bpf) // 8, addressof(self.code))
         )
 
     def load(self, flags: int = 0) -> int:
@@ -92,19 +153,15 @@ class Program:
         return _check(
             lib.syscall(
                 _number("seccomp"),
-                ctypes.c_ulong(SECCOMP_SET_MODE_FILTER),
-                ctypes.c_ulong(flags),
-                ctypes.c_void_p(ctypes.addressof(self.fprog)),
+                c_ulong(SECCOMP_SET_MODE_FILTER),
+                c_ulong(flags),
+                c_void_p(addressof(self.fprog)),
             )
         )
 
 
 def no_new_privs() -> None:
-    _check(
-        _lib().prctl(
-            PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0), 0
-        )
-    )
+    _check(_lib().prctl(PR_SET_NO_NEW_PRIVS, c_ulong(1), c_ulong(0), c_ulong(0), 0))
 
 
 class Notification:
@@ -120,7 +177,7 @@ class Notification:
 
 def receive(listener: int) -> Notification:
     """The next call waiting (blocks; ENOENT when the caller went away before it was read)."""
-    buf = ctypes.create_string_buffer(_NOTIF.size)
+    buf = create_string_buffer(bytes(_NOTIF.size))
     _check(_lib().ioctl(listener, NOTIF_RECV, buf))
     return Notification(buf.raw)
 
@@ -130,9 +187,9 @@ def respond(listener: int, ident: int, value: int = 0, error: int = 0, cont: boo
     out as asked (``cont``: only where the outcome is not a security decision). False when the
     caller went away meanwhile."""
     flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE if cont else 0
-    buf = ctypes.create_string_buffer(_RESP.pack(ident, value, -error if error else 0, flags))
+    buf = create_string_buffer(_RESP.pack(ident, value, -error if error else 0, flags))
     if _lib().ioctl(listener, NOTIF_SEND, buf) < 0:
-        if ctypes.get_errno() == 2:  # ENOENT: the call is over (the thread died)
+        if get_errno() == 2:  # ENOENT: the call is over (the thread died)
             return False
         _check(-1)
     return True
@@ -140,35 +197,31 @@ def respond(listener: int, ident: int, value: int = 0, error: int = 0, cont: boo
 
 def still_waiting(listener: int, ident: int) -> bool:
     """Whether the call is still waiting: so that a pid read from it still names its thread."""
-    value = ctypes.c_uint64(ident)
-    return bool(_lib().ioctl(listener, NOTIF_ID_VALID, ctypes.addressof(value)) == 0)
+    value = c_uint64(ident)
+    return bool(_lib().ioctl(listener, NOTIF_ID_VALID, addressof(value)) == 0)
 
 
 def pidfd_open(pid: int, flags: int = 0) -> int:
-    return _check(_lib().syscall(_number("pidfd_open"), ctypes.c_int(pid), ctypes.c_uint(flags)))
+    return _check(_lib().syscall(_number("pidfd_open"), c_int(pid), c_uint(flags)))
 
 
 def pidfd_getfd(pidfd: int, fd: int) -> int:
     """A descriptor for the same open file as ``fd`` in the process of ``pidfd``: acting on it
     acts on that process's socket (no copy, nothing it can swap afterwards)."""
-    return _check(
-        _lib().syscall(
-            _number("pidfd_getfd"), ctypes.c_int(pidfd), ctypes.c_int(fd), ctypes.c_uint(0)
-        )
-    )
+    return _check(_lib().syscall(_number("pidfd_getfd"), c_int(pidfd), c_int(fd), c_uint(0)))
 
 
 def openat2(dirfd: int, path: bytes, flags: int, resolve: int) -> int:
     """``openat2`` with ``resolve`` flags (RESOLVE_IN_ROOT: ``dirfd`` is the root for the walk,
     ``..`` and absolute symlinks included)."""
-    how = ctypes.create_string_buffer(struct.pack("QQQ", flags | os.O_CLOEXEC, 0, resolve))
+    how = create_string_buffer(struct.pack("QQQ", flags | os.O_CLOEXEC, 0, resolve))
     return _check(
         _lib().syscall(
             _number("openat2"),
-            ctypes.c_int(dirfd),
-            ctypes.c_char_p(path),
-            ctypes.c_void_p(ctypes.addressof(how)),
-            ctypes.c_size_t(len(how.raw)),
+            c_int(dirfd),
+            c_char_p(path),
+            c_void_p(addressof(how)),
+            c_size_t(len(how.raw)),
         )
     )
 
@@ -184,4 +237,4 @@ def connect(sock: int, address: bytes) -> int:
     """``connect`` with a raw socket address; 0 or the errno."""
     if _lib().connect(sock, address, len(address)) == 0:
         return 0
-    return ctypes.get_errno()
+    return int(get_errno())

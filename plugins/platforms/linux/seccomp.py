@@ -98,7 +98,7 @@ CLONE_NAMESPACE_FLAGS = (
 )
 #: vsock is not confined by the network namespace: in a VM it reaches the hypervisor's host
 AF_VSOCK = 40
-FILTER_VERSION = "2"
+FILTER_VERSION = "3"  # 3: built as a binary tree
 
 
 def build_bpf() -> bytes:
@@ -106,6 +106,12 @@ def build_bpf() -> bytes:
     import pyseccomp as sc
 
     filt = sc.SyscallFilter(sc.ALLOW)
+    try:
+        # a binary tree of syscall numbers, not a list walked to its end by every call the
+        # filter allows (libseccomp 2.5): about 0.2 ms of each launch, and every call inside
+        filt.set_attr(sc.Attr.CTL_OPTIMIZE, 2)
+    except (OSError, ValueError, RuntimeError, AttributeError):
+        pass  # an older libseccomp: the same filter, as a list
     if platform.machine() == "x86_64":
         for arch in (sc.Arch.X86, sc.Arch.X32):
             try:

@@ -7,6 +7,7 @@ object per line with integer values.
 from __future__ import annotations
 
 import os
+import time
 
 
 def field(text: str, name: str) -> int | None:
@@ -54,6 +55,20 @@ class StatusReader:
         if not self.closed:
             self.closed = True
             os.close(self.fd)
+
+    def init_pid(self, timeout: float = 5.0) -> int | None:
+        """The host pid of bwrap's child, the sandbox's pid 1 (killing it ends every process
+        of the sandbox); None when bwrap ended before it made one, or has said nothing within
+        ``timeout`` seconds. bwrap reports it before it lets that child set the sandbox up."""
+        import select
+
+        deadline = time.monotonic() + timeout
+        while field(self.text, "child-pid") is None and not self.text.endswith("\n"):
+            left = deadline - time.monotonic()
+            if self.closed or left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                return None
+            self._read(until_newline=True)
+        return field(self.text, "child-pid")
 
     def child_pid(self) -> int | None:
         """The host pid of the sandboxed command: the child of bwrap's pid-1 init, which is what
