@@ -85,6 +85,13 @@ def try_run(args: list[str], environ: Mapping[str, str]) -> int | None:
     try:
         if entry.get("admits"):  # the runner asks once its sandbox is being set up
             code = runner(entry, env, admission)
+            if code is not None and not run.admitted and not admission.closed:
+                # a runner that let a command start unasked: no snapshot, no window was made
+                print(
+                    f"egg: error: {entry['runner']} ran the command without egg's admission",
+                    file=sys.stderr,
+                )
+                return 70
         elif admission():  # a runner of the plain contract: asked first
             code = runner(entry, env)
         else:
@@ -95,10 +102,12 @@ def try_run(args: list[str], environ: Mapping[str, str]) -> int | None:
             from egg_core import windows
 
             windows.close_window(home, run.window)
-        git = entry.get("git")
-        watch = [path for path in entry.get("code_watch", ()) if os.path.lexists(path)]
-        if watch or (git and _watch_changed(git)):
-            _audit(git, watch, home)
+        if run.admitted:  # what the command did: never audited when it did not run (a stale
+            # fact found at admission is the host's change, a user's new directory among them)
+            git = entry.get("git")
+            watch = [path for path in entry.get("code_watch", ()) if os.path.lexists(path)]
+            if watch or (git and _watch_changed(git)):
+                _audit(git, watch, home)
         if run.dir is not None:
             rundirs.finish(run.dir, home)
 
@@ -112,6 +121,7 @@ class _Run:
         self.prepared = False
         self.staged: dict[str, str] = {}  # home files: host path -> its copy in the layer
         self.window: str | None = None
+        self.admitted = False  # the command may have run (admit_run said yes)
 
 
 class Admission:
@@ -121,12 +131,14 @@ class Admission:
 
     def __init__(self, run: _Run, entry: dict[str, Any], environ: Mapping[str, str]) -> None:
         self.run, self.entry, self.environ = run, entry, environ
+        self.closed = False
 
     def __call__(self) -> bool:
         return admit_run(self.run, self.entry, self.environ)
 
     def failed_closed(self) -> None:
         """The launch was the cache's, and nothing of it ran (the runner says why)."""
+        self.closed = True
         _say_hit(self.environ)
 
 
@@ -155,6 +167,7 @@ def admit_run(run: _Run, entry: dict[str, Any], environ: Mapping[str, str]) -> b
     from egg_core import windows
 
     run.window = windows.open_window(run.home, *entry["window"])
+    run.admitted = True
     _say_hit(environ)
     return True
 

@@ -199,6 +199,28 @@ def test_a_stale_entry_found_while_its_sandbox_is_set_up_runs_nothing(cache_work
     assert not processes_in(work)  # nor a sandbox's first process, stuck before its set-up
 
 
+@pytest.mark.fact_check
+def test_a_directory_the_user_made_since_caching_is_no_sandboxs_code(cache_workspace):
+    """The user makes ``.claude/commands`` on the host after a launch was cached: a fact of the
+    entry changed, found as its sandbox was being set up, so nothing ran from the cache — and
+    what nothing ran is not audited (it would have been taken for the sandbox's new code and
+    moved to the quarantine). The full path then runs, with the directory there before it."""
+    work, env = cache_workspace
+    options = ("--agent", "claude")
+    egg_exec(work, env, "true", options=options)
+    cached_call(work, env, "true", options=options)
+    mine = work / ".claude" / "commands" / "mine.md"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("the user's own command\n")
+
+    result = egg_exec(work, env, "true", options=options)
+
+    assert result.returncode == 0, result.stderr
+    assert not hit(result)
+    assert "quarantine" not in result.stderr, result.stderr
+    assert mine.read_text() == "the user's own command\n"
+
+
 def processes_in(directory: Path) -> list[int]:
     """The processes whose working directory is ``directory`` or below it."""
     found = []

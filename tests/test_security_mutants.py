@@ -202,6 +202,23 @@ MUTANTS: list[Mutant] = [
             "test_what_spawn_filtered_starts_outlives_the_thread_that_started_it",
         ),
     ),
+    Mutant(
+        "egg says go before the shim runs (a sandbox not yet bound to bwrap's life reads it)",
+        "plugins/platforms/linux/fastrun.py",
+        "said = os.read(self.ready_read, 1)",
+        'said = b"\\n"',
+        ("tests/linux/test_socket_gate_cached.py::test_egg_says_go_only_once_the_shim_runs",),
+    ),
+    Mutant(
+        "a cached launch refused at admission is audited (the user's new directory quarantined)",
+        "egg_core/cachedrun.py",
+        "        if run.admitted:  # what the command did",
+        "        if True:  # what the command did",
+        (
+            "tests/test_exec_cache.py::"
+            "test_a_directory_the_user_made_since_caching_is_no_sandboxs_code",
+        ),
+    ),
 ]
 
 

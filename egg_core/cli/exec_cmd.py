@@ -187,7 +187,12 @@ def remember(ctx: Context, plan: Any, prepared: Any, cwd: Path) -> None:
         _, subject = recorder.conflicts[0]
         _not_stored(ctx, f"{subject} changed while egg looked at it")
         return
-    before, later = ec.split_facts(recorder.facts(), prepared.recipe.get("argv", ()))
+    facts = recorder.facts()
+    # only a runner that asks before its command starts may leave facts to then
+    if prepared.recipe.get("admits"):
+        before, later = ec.split_facts(facts, prepared.recipe.get("argv", ()))
+    else:
+        before, later = facts, []
     entry = {
         **prepared.recipe,
         "runner_file": runner_file,

@@ -133,17 +133,14 @@ def test_what_spawn_filtered_starts_outlives_the_thread_that_started_it() -> Non
     assert os.waitstatus_to_exitcode(status) == 0
 
 
-@pytest.mark.parametrize("egg", ["says-go", "is-gone"])
-def test_a_cached_command_starts_only_on_eggs_go_ahead(tmp_path: Path, egg: str) -> None:
-    """A hit's bwrap is started before the last checks (the runner's ``admit``), its command
-    held in the shim (``fastrun.GATED_SHIM``) until egg writes its go-ahead. When egg cannot —
-    it was killed meanwhile, so the pipe just ends — the shim ends the sandbox (125) and the
-    command never runs."""
+def _gated_sandbox(tmp_path: Path, marker: Path, before: str = "") -> tuple[int, int, int]:
+    """bwrap running ``touch MARKER`` behind the cached launch's shim (``fastrun.GATED_SHIM``),
+    after ``before`` (shell) has run in the sandbox: (pid, ready read end, go write end)."""
     import shutil
 
     from egg_plugins.platforms.linux import fastrun
 
-    marker = tmp_path / "ran"
+    ready_read, ready_write = os.pipe()
     go_read, go_write = os.pipe()
     bwrap = shutil.which("bwrap") or "bwrap"
     argv = [
@@ -157,6 +154,7 @@ def test_a_cached_command_starts_only_on_eggs_go_ahead(tmp_path: Path, egg: str)
         "--unshare-all",
         "--die-with-parent",
         "--",
+        *(["/bin/sh", "-c", f'{before}; exec "$@"', "before"] if before else []),
         *fastrun.STDERR_SHIM[:2],
         fastrun.GATED_SHIM,
         *fastrun.STDERR_SHIM[3:],
@@ -166,14 +164,28 @@ def test_a_cached_command_starts_only_on_eggs_go_ahead(tmp_path: Path, egg: str)
     ]
     actions = [
         (os.POSIX_SPAWN_DUP2, 2, fastrun.COMMAND_STDERR_FD),
+        (os.POSIX_SPAWN_DUP2, ready_write, fastrun.READY_FD),
         (os.POSIX_SPAWN_DUP2, go_read, fastrun.GO_FD),
     ]
     pid = os.posix_spawn(bwrap, argv, {}, file_actions=actions)
+    os.close(ready_write)
     os.close(go_read)
-    time.sleep(0.3)  # the sandbox is set up, its shim waiting
+    return pid, ready_read, go_write
+
+
+@pytest.mark.parametrize("egg", ["says-go", "is-gone"])
+def test_a_cached_command_starts_only_on_eggs_go_ahead(tmp_path: Path, egg: str) -> None:
+    """A hit's bwrap is started before the last checks (the runner's ``admit``), its command
+    held in the shim (``fastrun.GATED_SHIM``) until egg writes its go-ahead. When egg cannot —
+    it was killed meanwhile, so the pipe just ends — the shim ends the sandbox (125) and the
+    command never runs."""
+    marker = tmp_path / "ran"
+    pid, ready, go = _gated_sandbox(tmp_path, marker)
+    assert os.read(ready, 1) == b"\n"  # the shim runs, and waits
+    os.close(ready)
     if egg == "says-go":
-        os.write(go_write, b"go\n")
-    os.close(go_write)
+        os.write(go, b"go\n")
+    os.close(go)
     _, status = os.waitpid(pid, 0)
 
     if egg == "says-go":
@@ -181,3 +193,22 @@ def test_a_cached_command_starts_only_on_eggs_go_ahead(tmp_path: Path, egg: str)
     else:
         assert (os.waitstatus_to_exitcode(status), marker.exists()) == (125, False)
     assert not processes_in(tmp_path)
+
+
+def test_egg_says_go_only_once_the_shim_runs(tmp_path: Path) -> None:
+    """Until the shim runs, the sandbox is not bound to bwrap's life (its first process arms
+    --die-with-parent just before): a go-ahead written before then would be read by a sandbox
+    that outlives a killed egg. So egg waits for the shim's line (here 0.5 s late) first."""
+    from egg_plugins.platforms.linux import fastrun
+
+    marker = tmp_path / "ran"
+    pid, ready, go = _gated_sandbox(tmp_path, marker, before="sleep 0.5")
+    pipes = fastrun._GatePipes.__new__(fastrun._GatePipes)
+    pipes.ready_read, pipes.go_write, pipes.open = ready, go, [ready, go]
+    started = time.monotonic()
+    pipes.go_when_ready()
+    waited = time.monotonic() - started
+    _, status = os.waitpid(pid, 0)
+
+    assert waited >= 0.4
+    assert (os.waitstatus_to_exitcode(status), marker.exists()) == (0, True)

@@ -42,13 +42,16 @@ STDERR_SHIM = (
     f'exec 2>&{COMMAND_STDERR_FD} {COMMAND_STDERR_FD}>&-; exec "$@"',
     "egg-stderr",
 )
-#: where a cached launch's shim reads egg's go-ahead
-GO_FD = 8
-#: the shim of a cached launch: the same, once egg has said go on GO_FD (a line); the end of the
-#: pipe without one — egg killed before it could say — ends the sandbox there (125)
+#: where a cached launch's shim says it is ready, and reads egg's go-ahead
+READY_FD, GO_FD = 7, 8
+#: the shim of a cached launch: the same, once it has said it runs (a line on READY_FD: from
+#: then on bwrap's --die-with-parent holds it, which it did not while bwrap set it up) and egg
+#: has said go on GO_FD (a line); the end of the pipe without one — egg killed before it could
+#: say — ends the sandbox there (125)
 GATED_SHIM = (
-    f"exec 2>&{COMMAND_STDERR_FD} {COMMAND_STDERR_FD}>&-; "
-    f'read -r go <&{GO_FD} || exit 125; exec {GO_FD}<&-; exec "$@"'
+    f"exec 2>&{COMMAND_STDERR_FD} {COMMAND_STDERR_FD}>&-; echo >&{READY_FD}; "
+    f"exec {READY_FD}>&-; read -r go <&{GO_FD} || exit 125; exec {GO_FD}<&-; "
+    'exec "$@"'
 )
 #: what Python itself ignores, put back to the defaults for the sandbox (as ``subprocess``
 #: does on the full path): a command inside must die of SIGPIPE as it would outside
@@ -98,46 +101,94 @@ def _gated(argv: list[str]) -> list[str] | None:
     return None
 
 
-def _yes() -> bool:
-    return True
-
-
 def _started(
     admit: Callable[[], bool],
     waiter: Callable[[], int],
     passed: tuple[int, ...],
-    go: int,
+    pipes: _GatePipes | None,
     status: StatusReader,
 ) -> int | None:
     """The sandbox's pid, its command let go; None when ``admit()`` said no. ``admit`` runs
     while the kernel loads bwrap and bwrap sets the sandbox up; ``waiter`` gives bwrap's pid
     (:class:`SpawnFailed` when the spawn failed: nothing started), after which the descriptors
-    ``passed`` to it are closed here. The sandbox is killed and waited for before ``go`` is
-    closed whenever the command must not start (``admit`` said no or raised): the shim would
-    end it on the pipe's end anyway, this ends it at once (see :func:`_kill`)."""
+    ``passed`` to it are closed here. The go-ahead is written once the shim has said it runs
+    (bwrap's --die-with-parent holds it from then on: egg killed after that kills it). The
+    sandbox is killed and waited for before the go pipe is closed whenever the command must not
+    start (``admit`` said no or raised, or egg was interrupted while it waited): the shim
+    would end it at the pipe's end anyway, this ends it at once (see :func:`_kill`)."""
     try:
         allowed = admit()
     except BaseException:
-        _abandon(waiter, passed, go, status)
+        _abandon(waiter, passed, pipes, status)
         raise
     try:
         pid = waiter()
     except OSError as exc:
-        _close(*passed, go)
+        _close(*passed)
+        if pipes is not None:
+            pipes.close()
         if not allowed:
             return None  # nothing started, and the full path decides again anyway
         raise SpawnFailed(exc) from exc
     _close(*passed)
-    if not allowed:
-        _kill(pid, status)
-        _close(go)
-        return None
-    try:
-        os.write(go, b"go\n")
-    except OSError:
-        pass  # bwrap has ended already (its set-up failed): the wait says how
-    _close(go)
-    return pid
+    if pipes is None:  # (no shim: admitted before the spawn)
+        return pid if allowed else None
+    if allowed:
+        try:
+            pipes.go_when_ready()
+        except BaseException:
+            _kill(pid, status)
+            pipes.close()
+            raise
+        return pid
+    _kill(pid, status)
+    pipes.close()
+    return None
+
+
+class _GatePipes:
+    """The shim's two pipes (:data:`GATED_SHIM`): it says it runs on one, egg says go on the
+    other. Only their sandbox ends are passed (at READY_FD and GO_FD)."""
+
+    def __init__(self, inner: int) -> None:
+        self.ready_read, self.ready_write = os.pipe()
+        self.go_read, self.go_write = os.pipe()
+        self.ready_write = away_from(self.ready_write, inner, READY_FD, GO_FD)
+        self.go_read = away_from(self.go_read, inner, READY_FD, GO_FD)
+        self.open = [self.ready_read, self.go_write]
+
+    def actions(self) -> list[tuple[int, int, int]]:
+        return [
+            (os.POSIX_SPAWN_DUP2, self.ready_write, READY_FD),
+            (os.POSIX_SPAWN_DUP2, self.go_read, GO_FD),
+        ]
+
+    def passed(self) -> tuple[int, int]:
+        return (self.ready_write, self.go_read)
+
+    def go_when_ready(self) -> None:
+        """Wait for the shim's line (an end instead: bwrap ended before it ran, and its wait
+        says how), then say go."""
+        while True:
+            try:
+                said = os.read(self.ready_read, 1)
+                break
+            except InterruptedError:
+                continue
+        if said:
+            try:
+                os.write(self.go_write, b"go\n")
+            except OSError:
+                pass  # the sandbox has ended already: its wait says how
+        self.close()
+
+    def close(self) -> None:
+        while self.open:
+            os.close(self.open.pop())
+
+
+def _yes() -> bool:
+    return True
 
 
 class SpawnFailed(Exception):
@@ -160,10 +211,10 @@ def _cannot_start(why: str, said_read: int) -> int:
 
 
 def _abandon(
-    waiter: Callable[[], int], passed: tuple[int, ...], go: int, status: StatusReader
+    waiter: Callable[[], int], passed: tuple[int, ...], pipes: _GatePipes | None, status: Any
 ) -> None:
-    """Make sure the sandbox never starts its command: killed (once spawned) before ``go``
-    is closed."""
+    """Make sure the sandbox never starts its command: killed (once spawned) before the go
+    pipe is closed."""
     try:
         pid: int | None = waiter()
     except BaseException:
@@ -171,7 +222,8 @@ def _abandon(
     _close(*passed)
     if pid is not None:
         _kill(pid, status)
-    _close(go)
+    if pipes is not None:
+        pipes.close()
 
 
 def _kill(pid: int, status: StatusReader) -> None:
@@ -179,15 +231,29 @@ def _kill(pid: int, status: StatusReader) -> None:
     sandbox's pid 1) too: until it runs the shim it is not bound to bwrap's life
     (``--die-with-parent`` holds from there on), and would set the sandbox up for nothing
     before the shim exits on the pipe's end. bwrap reports that child before it lets it do
-    anything; killing a pid namespace's first process ends all of it."""
+    anything; killing a pid namespace's first process ends all of it. It is killed only while
+    it is bwrap's, still unreaped (a pid bwrap has reaped may be another process's now)."""
     init = status.init_pid()  # None: bwrap ended before it made one
-    for target in (init, pid):
-        if target is not None:
-            try:
-                os.kill(target, 9)  # SIGKILL
-            except OSError:
-                pass
+    if init is not None and _parent_of(init) == pid:
+        try:
+            os.kill(init, 9)  # SIGKILL
+        except OSError:
+            pass
+    try:
+        os.kill(pid, 9)
+    except OSError:
+        pass
     wait_pid(pid)
+
+
+def _parent_of(pid: int) -> int | None:
+    """The parent of ``pid`` (field 4 of /proc/PID/stat); None when there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+        return int(data[data.rfind(b")") + 2 :].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _close(*fds: int) -> None:
@@ -214,13 +280,13 @@ def _spawn_and_supervise(
 ) -> int | None:
     inner = entry["stderr_fd"]
     # nothing the spawn passes may sit where it puts the command's stderr or the go-ahead
-    seccomp_fd = away_from(os.open(entry["seccomp_file"], os.O_RDONLY), inner, GO_FD)
+    seccomp_fd = away_from(os.open(entry["seccomp_file"], os.O_RDONLY), inner, READY_FD, GO_FD)
     os.set_inheritable(seccomp_fd, True)
     status_read, status_write = os.pipe()
-    status_write = away_from(status_write, inner, GO_FD)
+    status_write = away_from(status_write, inner, READY_FD, GO_FD)
     os.set_inheritable(status_write, True)
     said_read, said_write = setup_pipe()
-    said_write = away_from(said_write, inner, GO_FD)
+    said_write = away_from(said_write, inner, READY_FD, GO_FD)
     table = {SECCOMP_FD: str(seccomp_fd), STATUS_FD: str(status_write)}
     masks = entry.get("masks", ())
     argv = [table.get(arg, arg) for arg in entry["argv"]]
@@ -248,8 +314,7 @@ def _spawn_and_supervise(
             return None
     else:
         argv = gated
-    go_read, go_write = os.pipe()
-    go_read = away_from(go_read, inner, GO_FD)
+    gate_pipes = _GatePipes(inner) if gated is not None else None
     if group is not None:
         argv = group.prefix() + argv
     status = StatusReader(status_read)
@@ -257,11 +322,9 @@ def _spawn_and_supervise(
     # the child gets every inheritable descriptor: seal all but the ones bwrap needs
     seal_descriptors((seccomp_fd, status_write, *bound))
     # bwrap's own stderr is a pipe (what it says while setting up); the command's is ours
-    actions = [
-        (os.POSIX_SPAWN_DUP2, 2, inner),
-        (os.POSIX_SPAWN_DUP2, said_write, 2),
-        (os.POSIX_SPAWN_DUP2, go_read, GO_FD),
-    ]
+    actions = [(os.POSIX_SPAWN_DUP2, 2, inner), (os.POSIX_SPAWN_DUP2, said_write, 2)]
+    if gate_pipes is not None:
+        actions += gate_pipes.actions()
 
     def spawn() -> int:
         if entry["process_group"]:  # a group of its own: see linux_ns._signal_defaults
@@ -278,18 +341,22 @@ def _spawn_and_supervise(
             waiter()
         return waiter
 
-    passed = (status_write, seccomp_fd, said_write, go_read, *bound)
+    passed = (status_write, seccomp_fd, said_write, *bound)
+    if gate_pipes is not None:
+        passed += gate_pipes.passed()
     try:
         try:
             waiter = spawn_ignoring(start, ignores)
         except OSError as exc:  # the filters (the gate says why), or the spawn: nothing started
-            _close(*passed, go_write)
+            _close(*passed)
+            if gate_pipes is not None:
+                gate_pipes.close()
             admit.failed_closed()
             return _cannot_start(
                 gate.error or f"cannot start the sandbox: {_reason(exc)}", said_read
             )
         try:
-            pid = _started(admit if gated else _yes, waiter, passed, go_write, status)
+            pid = _started(admit if gated else _yes, waiter, passed, gate_pipes, status)
         except SpawnFailed as exc:  # (admitted: the hit was said)
             return _cannot_start(f"cannot start the sandbox: {_reason(exc.error)}", said_read)
         if pid is None:

@@ -267,7 +267,9 @@ class Gate:
         self.listener = outcome["listener"]
         self._serving.acquire()
         self._started = True
-        _thread.start_new_thread(self._serve_then_release, ())
+        # serving from the spawn on: egg's descriptor limit is raised then (it is the
+        # process's, and bwrap must get egg's own, as on the full path)
+        _thread.start_new_thread(self._serve_then_release, (spawned,))
 
         def pid() -> int:
             with spawned:
@@ -332,8 +334,11 @@ class Gate:
                 item.close()
             self._pending.clear()
 
-    def _serve_then_release(self) -> None:
+    def _serve_then_release(self, spawned: Any = None) -> None:
         try:
+            if spawned is not None:  # the sandbox has been started (or could not be)
+                with spawned:
+                    pass
             self._serve()
         finally:
             self._serving.release()
