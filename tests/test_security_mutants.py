@@ -219,6 +219,16 @@ MUTANTS: list[Mutant] = [
             "test_a_directory_the_user_made_since_caching_is_no_sandboxs_code",
         ),
     ),
+    Mutant(
+        "egg says go to the shim of a bwrap that has ended (it runs on its own)",
+        "plugins/platforms/linux/fastrun.py",
+        "                if os.waitid(os.P_PID, bwrap, running) is None:",
+        "                if True:",
+        (
+            "tests/linux/test_socket_gate_cached.py::"
+            "test_no_go_ahead_for_the_shim_of_a_bwrap_that_has_ended",
+        ),
+    ),
 ]
 
 

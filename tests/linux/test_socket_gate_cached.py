@@ -206,9 +206,37 @@ def test_egg_says_go_only_once_the_shim_runs(tmp_path: Path) -> None:
     pipes = fastrun._GatePipes.__new__(fastrun._GatePipes)
     pipes.ready_read, pipes.go_write, pipes.open = ready, go, [ready, go]
     started = time.monotonic()
-    pipes.go_when_ready()
+    pipes.go_when_ready(pid)
     waited = time.monotonic() - started
     _, status = os.waitpid(pid, 0)
 
     assert waited >= 0.4
     assert (os.waitstatus_to_exitcode(status), marker.exists()) == (0, True)
+
+
+def test_no_go_ahead_for_the_shim_of_a_bwrap_that_has_ended(tmp_path: Path) -> None:
+    """A signal egg passes on while bwrap sets the sandbox up may end bwrap before its child
+    is bound to anything (that child arms --die-with-parent just before the shim): the shim
+    would then run on its own. egg looks that bwrap still runs before it says go; here the
+    "bwrap" has ended, and the shim gets the pipe's end."""
+    from egg_plugins.platforms.linux import fastrun
+
+    marker = tmp_path / "ran"
+    ended = os.posix_spawn("/bin/true", ["true"], {})
+    time.sleep(0.2)  # it has ended, unreaped
+    pipes = fastrun._GatePipes(fastrun.COMMAND_STDERR_FD)
+    shim = f"{fastrun.GATED_SHIM.replace('exec 2>&9 9>&-; ', '')}"
+    actions = [
+        (os.POSIX_SPAWN_DUP2, pipes.ready_write, fastrun.READY_FD),
+        (os.POSIX_SPAWN_DUP2, pipes.go_read, fastrun.GO_FD),
+    ]
+    argv = ["/bin/sh", "-c", shim, "egg-stderr", "/bin/sh", "-c", f"touch {marker}"]
+    alone = os.posix_spawn("/bin/sh", argv, {}, file_actions=actions)
+    os.close(pipes.ready_write)
+    os.close(pipes.go_read)
+
+    pipes.go_when_ready(ended)
+    _, status = os.waitpid(alone, 0)
+    os.waitpid(ended, 0)
+
+    assert (os.waitstatus_to_exitcode(status), marker.exists()) == (125, False)

@@ -111,10 +111,9 @@ def _started(
     """The sandbox's pid, its command let go; None when ``admit()`` said no. ``admit`` runs
     while the kernel loads bwrap and bwrap sets the sandbox up; ``waiter`` gives bwrap's pid
     (:class:`SpawnFailed` when the spawn failed: nothing started), after which the descriptors
-    ``passed`` to it are closed here. The go-ahead is written once the shim has said it runs
-    (bwrap's --die-with-parent holds it from then on: egg killed after that kills it). The
-    sandbox is killed and waited for before the go pipe is closed whenever the command must not
-    start (``admit`` said no or raised, or egg was interrupted while it waited): the shim
+    ``passed`` to it are closed here. The go-ahead is the caller's to give, once egg passes
+    signals on (:func:`_go_then_wait`). The sandbox is killed and waited for before the go pipe
+    is closed whenever the command must not start (``admit`` said no or raised): the shim
     would end it at the pipe's end anyway, this ends it at once (see :func:`_kill`)."""
     try:
         allowed = admit()
@@ -131,19 +130,24 @@ def _started(
             return None  # nothing started, and the full path decides again anyway
         raise SpawnFailed(exc) from exc
     _close(*passed)
-    if pipes is None:  # (no shim: admitted before the spawn)
+    if allowed or pipes is None:  # (no shim: admitted before the spawn)
         return pid if allowed else None
-    if allowed:
+    _kill(pid, status)
+    pipes.close()
+    return None
+
+
+def _go_then_wait(pid: int, pipes: _GatePipes | None, status: StatusReader) -> int:
+    """Say go (once the shim runs), then wait for bwrap: what :func:`supervise` waits in, so
+    that egg passes a signal on to the command from the moment the command can start."""
+    if pipes is not None:
         try:
-            pipes.go_when_ready()
+            pipes.go_when_ready(pid)
         except BaseException:
             _kill(pid, status)
             pipes.close()
             raise
-        return pid
-    _kill(pid, status)
-    pipes.close()
-    return None
+    return wait_pid(pid)
 
 
 class _GatePipes:
@@ -166,9 +170,14 @@ class _GatePipes:
     def passed(self) -> tuple[int, int]:
         return (self.ready_write, self.go_read)
 
-    def go_when_ready(self) -> None:
+    def go_when_ready(self, bwrap: int) -> None:
         """Wait for the shim's line (an end instead: bwrap ended before it ran, and its wait
-        says how), then say go."""
+        says how), then say go — while ``bwrap`` runs: the shim of a bwrap that has ended (a
+        signal egg passed on ended it while it set up) is not bound to anything's life, and
+        gets the pipe's end instead. The signals egg passes on are held meanwhile, so that none
+        ends bwrap between the look and the go."""
+        import _signal  # type: ignore[import-not-found,unused-ignore]
+
         while True:
             try:
                 said = os.read(self.ready_read, 1)
@@ -176,10 +185,16 @@ class _GatePipes:
             except InterruptedError:
                 continue
         if said:
+            held = (_signal.SIGTERM, _signal.SIGHUP, _signal.SIGINT, _signal.SIGQUIT)
+            mask = _signal.pthread_sigmask(_signal.SIG_BLOCK, held)
             try:
-                os.write(self.go_write, b"go\n")
+                running = os.WEXITED | os.WNOHANG | os.WNOWAIT
+                if os.waitid(os.P_PID, bwrap, running) is None:
+                    os.write(self.go_write, b"go\n")
             except OSError:
                 pass  # the sandbox has ended already: its wait says how
+            finally:
+                _signal.pthread_sigmask(_signal.SIG_SETMASK, mask)
         self.close()
 
     def close(self) -> None:
@@ -365,7 +380,10 @@ def _spawn_and_supervise(
         if group is not None:
             group.started()
         returncode = supervise(
-            pid, lambda: wait_pid(pid), tty=entry["tty"], command_pid=status.child_pid
+            pid,
+            lambda: _go_then_wait(pid, gate_pipes, status),
+            tty=entry["tty"],
+            command_pid=status.child_pid,
         )
         said = setup_errors(said_read)
         if status.exit_code(returncode) is None and masks:
