@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from .conftest import Box, until_cached
+from .conftest import Box, Result, until_cached
 
 #: the command's view of its own signal dispositions
 STATUS = ("sh", "-c", "exec cat /proc/self/status")
@@ -77,12 +77,7 @@ def test_a_signal_to_eggs_process_group_reaches_the_command(
     assert (result.stdout.split()[-1], result.returncode) == expected, result.stderr
 
 
-class _Ran:
-    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
-        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
-
-
-def _interrupted(box: Box, sig: int, env: dict[str, str]) -> _Ran:
+def _interrupted(box: Box, sig: int, env: dict[str, str]) -> Result:
     """``egg exec -- TRAPPING`` in a process group of its own, sent ``sig`` once it is ready."""
     proc = subprocess.Popen(
         box.command("exec", "--", *TRAPPING),
@@ -103,7 +98,7 @@ def _interrupted(box: Box, sig: int, env: dict[str, str]) -> _Ran:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    return _Ran(proc.returncode, (ready + out).decode(), err.decode())
+    return Result(proc.returncode, (ready + out).decode(), err.decode())
 
 
 def test_ctrl_c_on_a_terminal_reaches_the_command(box: Box) -> None:

@@ -28,6 +28,22 @@ OWN_SOCKETS = (
 )
 
 
+#: what every process of the sandbox holds that is a seccomp listener (none may: with it, a
+#: sandboxed process could answer its own connect() calls)
+LISTENER_HELD = (
+    "held = []\n"
+    "for pid in os.listdir('/proc'):\n"
+    "    if not pid.isdigit(): continue\n"
+    "    try: fds = os.listdir(f'/proc/{pid}/fd')\n"
+    "    except OSError: continue\n"
+    "    for fd in fds:\n"
+    "        try: target = os.readlink(f'/proc/{pid}/fd/{fd}')\n"
+    "        except OSError: continue\n"
+    "        if 'seccomp' in target: held.append(target)\n"
+    "report(held=held)"
+)
+
+
 @pytest.mark.parametrize("network", ["none", "*"])
 def test_the_sandbox_reaches_its_own_sockets_however_it_names_them(box: Box, network: str) -> None:
     # network "*" shares the host's network namespace: for uid 65534 the gate then learns
@@ -189,18 +205,7 @@ def test_changing_the_address_while_egg_judges_it_never_reaches_the_host(
 
 def test_no_process_of_the_sandbox_holds_the_gates_listener(box: Box) -> None:
     # with the listener, a sandboxed process could answer its own connect() calls
-    found = box.probe(
-        "held = []\n"
-        "for pid in os.listdir('/proc'):\n"
-        "    if not pid.isdigit(): continue\n"
-        "    try: fds = os.listdir(f'/proc/{pid}/fd')\n"
-        "    except OSError: continue\n"
-        "    for fd in fds:\n"
-        "        try: target = os.readlink(f'/proc/{pid}/fd/{fd}')\n"
-        "        except OSError: continue\n"
-        "        if 'seccomp' in target: held.append(target)\n"
-        "report(held=held)"
-    )
+    found = box.probe(LISTENER_HELD)
 
     assert found == {"held": []}
 

@@ -17,6 +17,7 @@ import pytest
 
 from tests.linux.conftest import Box, Listen, Result, until_cached
 from tests.linux.test_exec_signals import ignored
+from tests.linux.test_socket_gate import LISTENER_HELD
 from tests.test_exec_cache import processes_in
 
 HIT = "egg: exec cache hit"
@@ -68,19 +69,7 @@ def test_the_sandboxs_own_sockets_are_reachable_on_a_hit(box: Box) -> None:
 
 
 def test_no_process_of_the_sandbox_holds_the_listener_on_a_hit(box: Box) -> None:
-    found = probe_hit(
-        box,
-        "held = []\n"
-        "for pid in os.listdir('/proc'):\n"
-        "    if not pid.isdigit(): continue\n"
-        "    try: fds = os.listdir(f'/proc/{pid}/fd')\n"
-        "    except OSError: continue\n"
-        "    for fd in fds:\n"
-        "        try: target = os.readlink(f'/proc/{pid}/fd/{fd}')\n"
-        "        except OSError: continue\n"
-        "        if 'seccomp' in target: held.append(target)\n"
-        "report(held=held)",
-    )
+    found = probe_hit(box, LISTENER_HELD)
 
     assert found == {"held": []}
 

@@ -322,14 +322,14 @@ def _spawn_and_supervise(
             os.write(2, line.encode())
             return SANDBOX_FAILED
     gated = _gated(argv)
+    gate_pipes = None
     if gated is None:  # no shim to wait in: all is checked first, then the sandbox started
         if not admit():
             for fd in (seccomp_fd, status_read, status_write, said_read, said_write, *bound):
                 os.close(fd)
             return None
     else:
-        argv = gated
-    gate_pipes = _GatePipes(inner) if gated is not None else None
+        argv, gate_pipes = gated, _GatePipes(inner)
     if group is not None:
         argv = group.prefix() + argv
     status = StatusReader(status_read)
@@ -371,7 +371,9 @@ def _spawn_and_supervise(
                 gate.error or f"cannot start the sandbox: {_reason(exc)}", said_read
             )
         try:
-            pid = _started(admit if gated else _yes, waiter, passed, gate_pipes, status)
+            pid = _started(
+                admit if gate_pipes is not None else _yes, waiter, passed, gate_pipes, status
+            )
         except SpawnFailed as exc:  # (admitted: the hit was said)
             return _cannot_start(f"cannot start the sandbox: {_reason(exc.error)}", said_read)
         if pid is None:
