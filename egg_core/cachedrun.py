@@ -6,8 +6,8 @@ The facts the spawn rests on are checked before the sandbox is started (bubblewr
 on the paths the entry names: :func:`egg_core.execcache.split_facts`). A platform's runner that
 ``admits`` (its recipe says so: see ``Prepared.recipe``) starts its sandbox then and asks
 :class:`Admission` while the sandbox is set up, on the other core, before letting the command
-start (linux-ns's shim waits in the sandbox for egg's go-ahead); any other runner is called once
-all is checked.
+start (linux-ns's socket gate holds the command at bwrap's last step); any other runner is
+called once all is checked.
 
 This module imports only C-level standard modules: it runs on the fast path.
 """
@@ -169,7 +169,18 @@ def admit_run(run: _Run, entry: dict[str, Any], environ: Mapping[str, str]) -> b
     run.window = windows.open_window(run.home, *entry["window"])
     run.admitted = True
     _say_hit(environ)
+    _collect_again()
     return True
+
+
+def _collect_again() -> None:
+    """Garbage collection, off for the hit's own work (egg_core.cli.main), back on for the
+    command's run, however long: what exists now is never collected (frozen: walking it is the
+    cost that was saved), what egg makes while it supervises is, as anywhere."""
+    import gc
+
+    gc.freeze()
+    gc.enable()
 
 
 def _say_hit(environ: Mapping[str, str]) -> None:

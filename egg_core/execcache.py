@@ -27,7 +27,8 @@ lives in ``$EGG_HOME/cache/exec``, which no sandbox can see. ``EGG_EXEC_CACHE=0`
 
 A hit is run by :mod:`egg_core.cachedrun`: a platform's runner may start its sandbox before the
 last checks, and let the command start once they passed (the recipe's ``admits``: see
-``Prepared.recipe``); linux-ns's does, its shim in the sandbox waiting for egg's go-ahead.
+``Prepared.recipe``); linux-ns's does, the socket gate holding the command at bwrap's last step
+until egg lets it go.
 
 This module imports only C-level standard modules: it runs before anything else is loaded.
 """
@@ -47,12 +48,13 @@ if TYPE_CHECKING:  # importing typing costs milliseconds that this module exists
 
     Fact = tuple[Any, ...]
 
-FORMAT = 14  # 7: entries carry the persistence guards (git state, settings, write window)
+FORMAT = 15  # 7: entries carry the persistence guards (git state, settings, write window)
 # 8: and the settings files' command-defining keys; 9: recorded facts, keyed on variables read;
 # 10: linux-ns entries name their bwrap (binds are pinned from its options on); 11: an entry's
 # runner and its platform's fact checkers are admitted by the file they were recorded from;
 # 12: linux-ns entries say whether bwrap leads a process group of its own; 13: the facts the
-# spawn rests on apart from the rest (split_facts); 14: linux-ns's bridge runs compiled
+# spawn rests on apart from the rest (split_facts); 14: linux-ns's bridge runs compiled;
+# 15: the contents of files the spawn does not read are checked while bwrap sets up
 CACHE_ENV = "EGG_EXEC_CACHE"
 KEEP = 64
 
@@ -114,14 +116,19 @@ def facts_hold(entry: Mapping[str, Any], part: str = "spawn_facts") -> Fact | No
     return stale_fact(entry[part])
 
 
-def split_facts(facts: Iterable[Fact], argv: Iterable[str]) -> tuple[list[Fact], list[Fact]]:
+def split_facts(
+    facts: Iterable[Fact], argv: Iterable[str], read_first: Iterable[str] = ()
+) -> tuple[list[Fact], list[Fact]]:
     """``facts`` as (``spawn_facts``, ``facts``): what must hold before the sandbox is started,
     and what must hold before its command may (checked while bubblewrap sets the sandbox up:
     :func:`admit_run`). Before: every fact about a path of the command line or a directory
     above one (what bubblewrap's set-up acts on: the mounts' sources and destinations, and the
-    mount points it makes), every placeholder, and every file's contents (egg's own code among
-    them, which runs before the command is admitted). After: the rest — whether the paths the
-    decision looked at and did not mount exist, directory listings, a platform's own facts."""
+    mount points it makes), every placeholder (egg plants them before the spawn), and the
+    contents of the files the command line names and of ``read_first`` (what the runner reads
+    or runs before the spawn: its own code, the filters it hands bwrap). After: the rest —
+    whether the paths the decision looked at and did not mount exist, directory listings, what
+    the other files hold (the configuration, the rest of egg's code: none of it shapes what
+    bwrap does before the command is admitted), a platform's own facts."""
     named = set()
     for arg in argv:
         if not arg.startswith("/"):
@@ -130,11 +137,16 @@ def split_facts(facts: Iterable[Fact], argv: Iterable[str]) -> tuple[list[Fact],
         while path not in named:
             named.add(path)
             path = os.path.dirname(path)
+    read = set(read_first)
     before: list[Fact] = []
     after: list[Fact] = []
     for fact in facts:
         kind, subject = fact[0], fact[1]
-        early = kind in ("s", "c") or (kind in ("i", "l") and subject in named)
+        early = (
+            kind == "s"
+            or (kind in ("i", "l") and subject in named)
+            or (kind == "c" and (subject in named or subject in read))
+        )
         (before if early else after).append(fact)
     return before, after
 

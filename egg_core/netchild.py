@@ -2,11 +2,12 @@
 
 A launch whose network is an allowlist needs :mod:`egg_core.netproxy` on the host for as long as
 its sandbox runs. The full path runs it in a thread; the exec cache's fast path cannot: asyncio
-and the proxy cost about 50 ms of imports, ten times bubblewrap's own start. So the fast path
-binds the proxy's sockets itself (:func:`bind`, with the C-level ``_socket``), and a forked child
-(:func:`start`) holds them. The child imports nothing until a connection is waiting on one of
-them: a command that never uses the network (``egg exec --agent claude -- true``) costs a fork,
-and the first connection waits in the socket's backlog while the proxy loads.
+and the proxy cost about 50 ms of imports, ten times bubblewrap's own start. So the fast path's
+runner makes the proxy's listening sockets (linux-ns: in the sandbox's own network namespace,
+see ``egg_plugins.platforms.linux.fastnet``), and a forked child (:func:`start`) holds them. The
+child imports nothing until a connection is waiting on one of them: a command that never uses
+the network (``egg exec --agent claude -- true``) costs a fork, and the first connection waits
+in the socket's backlog while the proxy loads.
 
 The child lives exactly as long as its launch: :func:`stop` kills it (egg reaps it before it
 exits), and should egg die first (SIGKILL), the *lifeline* — a pipe only egg holds open for
@@ -26,43 +27,16 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-#: the longest path ``bind`` takes as it is (``sun_path``, less its terminating NUL)
-SOCKET_PATH_BYTES = 107
-#: the listen backlog: connections made before the child serves wait in it
-BACKLOG = 128
 
-
-def bind(path: str) -> int:
-    """The descriptor of a listening unix stream socket bound at ``path`` (0600), however deep
-    (through ``/proc/self/fd`` when the path does not fit ``sun_path``, as
-    :func:`egg_core.paths.bound_unix_socket` does)."""
-    import _socket  # type: ignore[import-not-found,unused-ignore]
-
-    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    try:
-        if len(os.fsencode(path)) <= SOCKET_PATH_BYTES:
-            sock.bind(path)
-        else:
-            parent = os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            try:
-                sock.bind(f"/proc/self/fd/{parent}/{os.path.basename(path)}")
-            finally:
-                os.close(parent)
-        os.chmod(path, 0o600)
-        sock.listen(BACKLOG)
-        return int(sock.detach())
-    except BaseException:
-        sock.close()
-        raise
-
-
-def start(rules: dict[str, Any], proxy_fd: int, port_fds: dict[int, int], log: str | None) -> Any:
-    """Fork the child serving ``proxy_fd`` (the proxy) and ``port_fds`` (forwards of local
-    ports) under ``rules`` (``NetworkRules``' fields), logging decisions to ``log``; the
-    descriptors are the child's from then on (OSError, and they are still the caller's, when
-    no child could be made). Returns what :func:`stop` takes."""
+def start(
+    rules: dict[str, Any], proxy_fds: list[int], port_fds: dict[int, list[int]], log: str | None
+) -> Any:
+    """Fork the child serving ``proxy_fds`` (the proxy's listening sockets) and ``port_fds``
+    (each local port's forward's) under ``rules`` (``NetworkRules``' fields), logging decisions
+    to ``log``; the descriptors are the child's from then on (OSError, and they are still the
+    caller's, when no child could be made). Returns what :func:`stop` takes."""
     lifeline, keep_alive = os.pipe()
-    served = [proxy_fd, *port_fds.values()]
+    served = [*proxy_fds, *(fd for fds in port_fds.values() for fd in fds)]
     try:
         pid = os.fork()
     except OSError:
@@ -73,7 +47,7 @@ def start(rules: dict[str, Any], proxy_fd: int, port_fds: dict[int, int], log: s
         code = 1
         try:
             os.close(keep_alive)
-            _child(rules, proxy_fd, port_fds, log, lifeline)
+            _child(rules, proxy_fds, port_fds, log, lifeline)
             code = 0
         except BaseException as exc:  # the sandbox's connections are refused from now on
             _say(f"egg: error: the network proxy stopped: {type(exc).__name__}: {exc}")
@@ -112,7 +86,11 @@ def _reap(pid: int) -> None:
 
 
 def _child(
-    rules: dict[str, Any], proxy_fd: int, port_fds: dict[int, int], log: str | None, lifeline: int
+    rules: dict[str, Any],
+    proxy_fds: list[int],
+    port_fds: dict[int, list[int]],
+    log: str | None,
+    lifeline: int,
 ) -> None:
     """Wait for a connection (or the lifeline's end), then serve until the lifeline ends."""
     for sig in (signal.SIGINT, signal.SIGQUIT):
@@ -121,7 +99,7 @@ def _child(
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
-    served = [proxy_fd, *port_fds.values()]
+    served = [*proxy_fds, *(fd for fds in port_fds.values() for fd in fds)]
     _close_others({0, 1, 2, lifeline, *served})
     import select
 
@@ -136,7 +114,7 @@ def _child(
         break
     if any(fd == lifeline for fd, _ in ready):
         return  # the launch ended before anything connected
-    _serve(rules, proxy_fd, port_fds, log, lifeline)
+    _serve(rules, proxy_fds, port_fds, log, lifeline)
 
 
 def _say(line: str) -> None:
@@ -166,7 +144,11 @@ def _close_others(keep: set[int]) -> None:
 
 
 def _serve(
-    rules: dict[str, Any], proxy_fd: int, port_fds: dict[int, int], log: str | None, lifeline: int
+    rules: dict[str, Any],
+    proxy_fds: list[int],
+    port_fds: dict[int, list[int]],
+    log: str | None,
+    lifeline: int,
 ) -> None:
     import asyncio
     import socket
@@ -187,8 +169,8 @@ def _serve(
 
         loop.add_reader(lifeline, end)
         await proxy.serve(
-            socket.socket(fileno=proxy_fd),
-            {port: socket.socket(fileno=fd) for port, fd in port_fds.items()},
+            [socket.socket(fileno=fd) for fd in proxy_fds],
+            {port: [socket.socket(fileno=fd) for fd in fds] for port, fds in port_fds.items()},
         )
         await ended
         await proxy.close()

@@ -31,7 +31,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -184,8 +184,8 @@ class FilteringProxy:
         from egg_core.paths import bound_unix_socket
 
         await self.serve(
-            bound_unix_socket(proxy_socket),
-            {port: bound_unix_socket(path) for port, path in port_sockets.items()},
+            [bound_unix_socket(proxy_socket)],
+            {port: [bound_unix_socket(path)] for port, path in port_sockets.items()},
         )
         paths = [proxy_socket, *port_sockets.values()]
         for path in paths:
@@ -203,20 +203,23 @@ class FilteringProxy:
         )
         os.chmod(path, 0o600)
 
-    async def serve(self, proxy: socket.socket, ports: dict[int, socket.socket]) -> None:
-        """Serve the proxy on ``proxy`` and each local port's forward on its socket, all bound
-        already (egg exec's cache binds them before the sandbox starts: egg_core.netchild)."""
-        self._servers.append(
-            await asyncio.start_unix_server(self._bounded(self._handle_proxy), sock=proxy)
-        )
-        for port, sock in ports.items():
+    async def serve(
+        self, proxy: Sequence[socket.socket], ports: Mapping[int, Sequence[socket.socket]]
+    ) -> None:
+        """Serve the proxy on the ``proxy`` sockets and each local port's forward on its own,
+        all listening already: unix sockets the bridge relays to, or (egg exec's cache: see
+        egg_core.netchild) TCP sockets on the sandbox's own loopback."""
+        for sock in proxy:
+            self._servers.append(await _server(self._bounded(self._handle_proxy), sock))
+        for port, socks in ports.items():
 
             async def forward(
                 r: asyncio.StreamReader, w: asyncio.StreamWriter, p: int = port
             ) -> None:
                 await self._handle_forward(r, w, p)
 
-            self._servers.append(await asyncio.start_unix_server(self._bounded(forward), sock=sock))
+            for sock in socks:
+                self._servers.append(await _server(self._bounded(forward), sock))
 
     async def start_tcp(self, host: str, port: int = 0) -> int:
         """Serve the proxy on a TCP address; return the bound port (``port=0``: a free one).
@@ -385,6 +388,13 @@ class FilteringProxy:
             # the server was asked to close after its answer: once it has, the exchange is
             # over, and a keep-alive client idling on the connection must not hold a slot
             await _pipe_both(reader, writer, up_reader, up_writer, until_upstream_ends=True)
+
+
+async def _server(handler: Handler, sock: socket.socket) -> asyncio.AbstractServer:
+    """Serve ``handler`` on ``sock`` (listening already), whatever its family."""
+    if sock.family == socket.AF_UNIX:
+        return await asyncio.start_unix_server(handler, sock=sock)
+    return await asyncio.start_server(handler, sock=sock)
 
 
 async def _open_connection(

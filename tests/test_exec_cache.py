@@ -180,8 +180,8 @@ def test_a_stale_entry_found_while_its_sandbox_is_set_up_runs_nothing(cache_work
     """A fact the spawn does not rest on (here: that ~/.aws is absent, which the decision looked
     at and had nothing to mount for) is checked while bubblewrap sets the sandbox up. When it
     no longer holds, that sandbox is killed before its command starts, its first process too
-    (which waits on the go-ahead, and would take the end of it for one): the full path decides
-    again and runs the command, once."""
+    (its command's process is held at bwrap's last step, and fails there once egg lets go of
+    the gate): the full path decides again and runs the command, once."""
     work, env = cache_workspace
     command = ("sh", "-c", "echo ran >> ran.log")
     egg_exec(work, env, *command)

@@ -34,6 +34,7 @@ ENTRY = AT_EXIT + "from egg_core.cli import main; sys.exit(main())"
 #: a hit of ``egg exec -- CMD``, beyond what the interpreter imports to start
 PLAIN_HIT = {
     "__future__",  # the modules' ``from __future__ import annotations``
+    "gc",  # a hit collects no garbage until its command is admitted
     "egg_core",
     "egg_core.cli",  # main(): offers exec to the cache
     "egg_core.execcache",  # the key, the entry

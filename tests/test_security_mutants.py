@@ -182,32 +182,62 @@ MUTANTS: list[Mutant] = [
         ),
     ),
     Mutant(
-        "a cached launch's command starts at the end of egg's pipe (egg killed meanwhile)",
-        "plugins/platforms/linux/fastrun.py",
-        "read -r go <&{GO_FD} || exit 125; ",
-        "read -r go <&{GO_FD}; ",
-        (
-            "tests/linux/test_socket_gate_cached.py::"
-            "test_a_cached_command_starts_only_on_eggs_go_ahead[is-gone]",
-        ),
-    ),
-    Mutant(
-        "the thread a cached sandbox was started from ends at once (its parent, to the kernel)",
+        "a filter's loading always goes on at once: a cached command is never held",
         "plugins/platforms/linux/socketgate.py",
-        """            self._spawner.acquire()
-            self._spawner.release()""",
-        """            pass""",
+        """        if not holding:
+            # whatever a process adds to its filters only takes from what it may do""",
+        """        if True:
+            # whatever a process adds to its filters only takes from what it may do""",
         (
             "tests/linux/test_socket_gate_cached.py::"
-            "test_what_spawn_filtered_starts_outlives_the_thread_that_started_it",
+            "test_a_cached_command_starts_only_when_egg_lets_it_go[root]",
+            "tests/linux/test_socket_gate_cached.py::"
+            "test_a_held_command_never_runs_when_egg_closes_the_gate[nobody]",
         ),
     ),
     Mutant(
-        "egg says go before the shim runs (a sandbox not yet bound to bwrap's life reads it)",
+        "a cache hit's gate holds nothing (the command starts before egg's last checks)",
         "plugins/platforms/linux/fastrun.py",
-        "said = os.read(self.ready_read, 1)",
-        'said = b"\\n"',
-        ("tests/linux/test_socket_gate_cached.py::test_egg_says_go_only_once_the_shim_runs",),
+        "gate = socketgate.Gate(programs, grants, hold=held is not None)",
+        "gate = socketgate.Gate(programs, grants, hold=False)",
+        (
+            "tests/linux/test_socket_gate_cached.py::"
+            "test_a_hits_command_starts_only_once_its_admission_said_yes[nobody]",
+        ),
+    ),
+    Mutant(
+        "a held command goes whoever's child it is (no pid 1 seen bound to bwrap)",
+        "plugins/platforms/linux/socketgate.py",
+        """            if init is None or go is None:
+                return
+            commands = [call for call in held if _parent_waiting(listener, call) == init]""",
+        """            if go is None:
+                return
+            commands = list(held)""",
+        (
+            "tests/linux/test_socket_gate_cached.py::"
+            "test_a_command_goes_only_with_a_pid_1_bound_to_a_running_bwrap[root-unbound]",
+        ),
+    ),
+    Mutant(
+        "the sandbox's pid 1 is whichever process loads a filter first",
+        "plugins/platforms/linux/socketgate.py",
+        "if sandbox is not None and _parent_waiting(listener, call) == sandbox:",
+        "if self._init is None:",
+        (
+            "tests/linux/test_socket_gate_cached.py::"
+            "test_a_command_goes_only_with_a_pid_1_bound_to_a_running_bwrap[root-unbound]",
+        ),
+    ),
+    Mutant(
+        "a held command goes once its bwrap has ended",
+        "plugins/platforms/linux/socketgate.py",
+        "if sandbox is None or os.waitid(os.P_PID, sandbox, running) is not None:",
+        "if sandbox is None:",
+        (
+            "tests/linux/test_socket_gate_cached.py::"
+            "test_a_command_goes_only_with_a_pid_1_bound_to_a_running_bwrap[nobody-ended-later]",
+        ),
     ),
     Mutant(
         "a cached launch refused at admission is audited (the user's new directory quarantined)",
@@ -220,13 +250,14 @@ MUTANTS: list[Mutant] = [
         ),
     ),
     Mutant(
-        "egg says go to the shim of a bwrap that has ended (it runs on its own)",
-        "plugins/platforms/linux/fastrun.py",
-        "                if os.waitid(os.P_PID, bwrap, running) is None:",
-        "                if True:",
+        "the thread a cached sandbox was started from ends at once (its parent, to the kernel)",
+        "plugins/platforms/linux/socketgate.py",
+        """            self._spawner.acquire()
+            self._spawner.release()""",
+        """            pass""",
         (
             "tests/linux/test_socket_gate_cached.py::"
-            "test_no_go_ahead_for_the_shim_of_a_bwrap_that_has_ended",
+            "test_what_spawn_filtered_starts_outlives_the_thread_that_started_it",
         ),
     ),
 ]

@@ -15,6 +15,11 @@ if TYPE_CHECKING:  # collections.abc and typing cost egg exec's fast path millis
     from collections.abc import Mapping, Sequence
 
 
+#: seconds a thread waits for the interpreter's lock before asking for it (sys.setswitchinterval)
+#: on egg exec's cached path, where the socket gate's thread must answer bubblewrap promptly
+HIT_SWITCH_INTERVAL = 0.0002
+
+
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     env = os.environ if environ is None else environ
@@ -24,12 +29,29 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
 
         return toolclient.main(args[1:])
     if args[:1] == ["exec"] and "--debug" not in args and env.get("EGG_DEBUG") != "1":
+        import gc
+
+        # A hit is a few milliseconds of work that leaves no garbage cycles worth a collection,
+        # and one collection (every object the start made, walked) cost it 0.5-0.8 ms, often
+        # while the socket gate answered bubblewrap's own bind. Collecting resumes once the
+        # command is admitted (egg_core.cachedrun.admit_run), and on a miss.
+        collecting = gc.isenabled()
+        gc.disable()
+        # The gate's thread answers bubblewrap's own calls while egg's main thread checks the
+        # entry: it waits for the interpreter's lock a switch interval at most (0.26 ms of a
+        # hit with the default 5 ms: bench/spawn.py)
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(HIT_SWITCH_INTERVAL)
         from egg_core.cachedrun import try_run
 
         code = try_run(args, env)
+        if code is not None and argv is None:
+            _exit_now(code)
+        sys.setswitchinterval(interval)
+        gc.unfreeze()  # (called in-process: what the hit froze is the caller's to collect)
+        if collecting:
+            gc.enable()
         if code is not None:
-            if argv is None:
-                _exit_now(code)
             return code
         if env.get("EGG_EXEC_CACHE") != "0":
             # the full path, every host observation and environment read recorded for the

@@ -190,7 +190,8 @@ def remember(ctx: Context, plan: Any, prepared: Any, cwd: Path) -> None:
     facts = recorder.facts()
     # only a runner that asks before its command starts may leave facts to then
     if prepared.recipe.get("admits"):
-        before, later = ec.split_facts(facts, prepared.recipe.get("argv", ()))
+        read_first = [runner_file, *_recipe_files(prepared.recipe)]
+        before, later = ec.split_facts(facts, prepared.recipe.get("argv", ()), read_first)
     else:
         before, later = facts, []
     entry = {
@@ -212,6 +213,26 @@ def remember(ctx: Context, plan: Any, prepared: Any, cwd: Path) -> None:
     failed = ec.store(raw, base, entry, list(recorder.env_read), recorder.env_listed)
     if failed is not None:
         _not_stored(ctx, failed)
+
+
+def _recipe_files(recipe: dict[str, Any]) -> list[str]:
+    """The files a recipe names outside its command line (a platform's runner reads them
+    before its spawn: linux-ns's filters, its network's bridge)."""
+    found: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            if value.startswith("/"):
+                found.append(value)
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                walk(item)
+
+    walk({key: value for key, value in recipe.items() if key != "argv"})
+    return found
 
 
 def _not_stored(ctx: Context, why: str) -> None:

@@ -93,7 +93,7 @@ CPU_EXIT = cpubudget.EXIT_CODE
 #: (see :func:`egg_plugins.platforms.linux.fastrun.away_from`)
 COMMAND_STDERR_FD = fastrun.COMMAND_STDERR_FD
 #: run inside the sandbox first: the command's stderr back in place, then the command (an exec
-#: cache hit runs it as fastrun.GATED_SHIM, which first waits for egg's go-ahead)
+#: cache hit drops it: the socket gate gives the held command egg's stderr when it lets it go)
 STDERR_SHIM = fastrun.STDERR_SHIM
 
 

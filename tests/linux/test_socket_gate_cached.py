@@ -7,15 +7,19 @@ Root and uid 65534."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.linux.conftest import Box, Listen, Result, until_cached
+from tests.linux.conftest import Box, Identity, Listen, Result, until_cached
 from tests.linux.test_exec_signals import ignored
 from tests.linux.test_socket_gate import LISTENER_HELD
 from tests.test_exec_cache import processes_in
@@ -122,110 +126,161 @@ def test_what_spawn_filtered_starts_outlives_the_thread_that_started_it() -> Non
     assert os.waitstatus_to_exitcode(status) == 0
 
 
-def _gated_sandbox(tmp_path: Path, marker: Path, before: str = "") -> tuple[int, int, int]:
-    """bwrap running ``touch MARKER`` behind the cached launch's shim (``fastrun.GATED_SHIM``),
-    after ``before`` (shell) has run in the sandbox: (pid, ready read end, go write end)."""
-    import shutil
+HOLD_HELPER = Path(__file__).with_name("hold_helper.py")
+#: runs a cached plain launch with linux-ns's runner, its admission taking 0.5 s: what the
+#: command wrote (the time it started) and when the admission said yes
+SLOW_ADMISSION = """
+import glob, json, os, time
+from egg_core import execcache
+from egg_plugins.platforms.linux import fastrun
 
-    from egg_plugins.platforms.linux import fastrun
+directory = os.path.join(os.environ["EGG_HOME"], "cache", "exec")
+entries = [execcache.load(p) for p in glob.glob(directory + "/*") if "." not in os.path.basename(p)]
+entry = next(e for e in entries if e and e["runner"].endswith("fastrun:run"))
+env = {name: os.environ[name] for name in entry["env_copy"] if name in os.environ}
+env.update(entry["env_set"])
 
-    ready_read, ready_write = os.pipe()
-    go_read, go_write = os.pipe()
-    bwrap = shutil.which("bwrap") or "bwrap"
-    argv = [
-        bwrap,
-        "--ro-bind",
-        "/",
-        "/",
-        "--bind",
-        str(tmp_path),
-        str(tmp_path),
-        "--unshare-all",
-        "--die-with-parent",
-        "--",
-        *(["/bin/sh", "-c", f'{before}; exec "$@"', "before"] if before else []),
-        *fastrun.STDERR_SHIM[:2],
-        fastrun.GATED_SHIM,
-        *fastrun.STDERR_SHIM[3:],
-        "/bin/sh",
-        "-c",
-        f"touch {marker}",
-    ]
-    actions = [
-        (os.POSIX_SPAWN_DUP2, 2, fastrun.COMMAND_STDERR_FD),
-        (os.POSIX_SPAWN_DUP2, ready_write, fastrun.READY_FD),
-        (os.POSIX_SPAWN_DUP2, go_read, fastrun.GO_FD),
-    ]
-    pid = os.posix_spawn(bwrap, argv, {}, file_actions=actions)
-    os.close(ready_write)
-    os.close(go_read)
-    return pid, ready_read, go_write
+class Slow:
+    said = 0.0
+    def __call__(self):
+        time.sleep(0.5)
+        self.said = time.time()
+        return True
+    def failed_closed(self):
+        pass
+
+admit = Slow()
+code = fastrun.run(entry, env, admit)
+print(json.dumps({"code": code, "said": admit.said, "started": open("started").read()}))
+"""
 
 
-@pytest.mark.parametrize("egg", ["says-go", "is-gone"])
-def test_a_cached_command_starts_only_on_eggs_go_ahead(tmp_path: Path, egg: str) -> None:
-    """A hit's bwrap is started before the last checks (the runner's ``admit``), its command
-    held in the shim (``fastrun.GATED_SHIM``) until egg writes its go-ahead. When egg cannot —
-    it was killed meanwhile, so the pipe just ends — the shim ends the sandbox (125) and the
-    command never runs."""
-    marker = tmp_path / "ran"
-    pid, ready, go = _gated_sandbox(tmp_path, marker)
-    assert os.read(ready, 1) == b"\n"  # the shim runs, and waits
-    os.close(ready)
-    if egg == "says-go":
-        os.write(go, b"go\n")
-    os.close(go)
-    _, status = os.waitpid(pid, 0)
+def test_a_hits_command_starts_only_once_its_admission_said_yes(box: Box) -> None:
+    """linux-ns's runner starts bwrap before the hit's last checks and lets the command go once
+    they said yes, however long they take (here 0.5 s, against bwrap's few milliseconds)."""
+    hit_of(box, "sh", "-c", "date +%s.%N > started")
+    (box.workspace / "started").unlink()
 
-    if egg == "says-go":
-        assert (os.waitstatus_to_exitcode(status), marker.exists()) == (0, True)
-    else:
-        assert (os.waitstatus_to_exitcode(status), marker.exists()) == (125, False)
-    assert not processes_in(tmp_path)
+    result = box.run("-c", SLOW_ADMISSION, egg=sys.executable)
+
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.splitlines()[-1])
+    assert report["code"] == 0
+    assert float(report["started"]) > report["said"] > 0
 
 
-def test_egg_says_go_only_once_the_shim_runs(tmp_path: Path) -> None:
-    """Until the shim runs, the sandbox is not bound to bwrap's life (its first process arms
-    --die-with-parent just before): a go-ahead written before then would be read by a sandbox
-    that outlives a killed egg. So egg waits for the shim's line (here 0.5 s late) first."""
-    from egg_plugins.platforms.linux import fastrun
-
-    marker = tmp_path / "ran"
-    pid, ready, go = _gated_sandbox(tmp_path, marker, before="sleep 0.5")
-    pipes = fastrun._GatePipes.__new__(fastrun._GatePipes)
-    pipes.ready_read, pipes.go_write, pipes.open = ready, go, [ready, go]
-    started = time.monotonic()
-    pipes.go_when_ready(pid)
-    waited = time.monotonic() - started
-    _, status = os.waitpid(pid, 0)
-
-    assert waited >= 0.4
-    assert (os.waitstatus_to_exitcode(status), marker.exists()) == (0, True)
+@pytest.fixture
+def work(identity: Identity, boxes_dir: Path) -> Path:
+    """An empty directory the command held by the helper writes its mark in."""
+    path = Path(tempfile.mkdtemp(prefix=f"hold-{identity.name}-", dir=boxes_dir))
+    os.chown(path, identity.uid, identity.gid)
+    return path
 
 
-def test_no_go_ahead_for_the_shim_of_a_bwrap_that_has_ended(tmp_path: Path) -> None:
-    """A signal egg passes on while bwrap sets the sandbox up may end bwrap before its child
-    is bound to anything (that child arms --die-with-parent just before the shim): the shim
-    would then run on its own. egg looks that bwrap still runs before it says go; here the
-    "bwrap" has ended, and the shim gets the pipe's end."""
-    from egg_plugins.platforms.linux import fastrun
+def hold(identity: Identity, work: Path, mode: str) -> dict[str, object]:
+    """``tests/linux/hold_helper.py MODE WORK`` as ``identity``: its report. (Not isolated
+    from PYTHONPATH: the mutation tier points it at a copy of egg with a check taken out.)"""
+    result = subprocess.run(
+        identity.wrap([sys.executable, str(HOLD_HELPER), mode, str(work)]),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    report: dict[str, object] = json.loads(result.stdout.splitlines()[-1])
+    return report
 
-    marker = tmp_path / "ran"
-    ended = os.posix_spawn("/bin/true", ["true"], {})
-    time.sleep(0.2)  # it has ended, unreaped
-    pipes = fastrun._GatePipes(fastrun.COMMAND_STDERR_FD)
-    shim = f"{fastrun.GATED_SHIM.replace('exec 2>&9 9>&-; ', '')}"
-    actions = [
-        (os.POSIX_SPAWN_DUP2, pipes.ready_write, fastrun.READY_FD),
-        (os.POSIX_SPAWN_DUP2, pipes.go_read, fastrun.GO_FD),
-    ]
-    argv = ["/bin/sh", "-c", shim, "egg-stderr", "/bin/sh", "-c", f"touch {marker}"]
-    alone = os.posix_spawn("/bin/sh", argv, {}, file_actions=actions)
-    os.close(pipes.ready_write)
-    os.close(pipes.go_read)
 
-    pipes.go_when_ready(ended)
-    _, status = os.waitpid(alone, 0)
-    os.waitpid(ended, 0)
+def test_a_cached_command_starts_only_when_egg_lets_it_go(identity: Identity, work: Path) -> None:
+    """A hit's bwrap is started before the last checks (the runner's ``admit``): the socket
+    gate holds the command at bwrap's last step, its loading of the sandbox's filter, until
+    egg lets it go, and gives it egg's stderr then (``Gate.release``). Held, nothing runs."""
+    report = hold(identity, work, "lets-go")
 
-    assert (os.waitstatus_to_exitcode(status), marker.exists()) == (125, False)
+    assert report == {
+        "exit": 0,
+        "ran_before": False,
+        "ran": True,
+        "command_stderr": "command-stderr\n",
+        "bwrap_said": "",
+    }
+
+
+def test_egg_may_let_the_command_go_before_bwrap_holds_it(identity: Identity, work: Path) -> None:
+    """egg's checks usually end before bwrap's set-up does: the release comes first, and the
+    gate's own thread lets the command go when bwrap gets there (here its set-up waits for
+    the helper 0.3 s), with the same stderr."""
+    report = hold(identity, work, "early")
+
+    assert report == {
+        "exit": 0,
+        "ran_before": False,
+        "ran": True,
+        "command_stderr": "command-stderr\n",
+        "bwrap_said": "",
+    }
+
+
+def test_a_held_command_never_runs_when_egg_closes_the_gate(identity: Identity, work: Path) -> None:
+    """egg said no (a fact changed) and let go of the gate without releasing the command: the
+    kernel fails the held call, and bwrap ends without running it."""
+    report = hold(identity, work, "closed")
+
+    assert (report["ran_before"], report["ran"]) == (False, False)
+    assert report["exit"] != 0
+    assert report["command_stderr"] == ""
+
+
+def test_a_held_command_never_runs_when_egg_is_killed(identity: Identity, work: Path) -> None:
+    """egg killed (SIGKILL) while bwrap holds the command: the listener goes with it, the held
+    call fails, and bwrap's --die-with-parent ends the sandbox. The command never runs, and
+    nothing of the sandbox is left."""
+    helper = subprocess.Popen(
+        identity.wrap([sys.executable, str(HOLD_HELPER), "killed", str(work)]),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert helper.stdout is not None
+        assert helper.stdout.readline() == "held\n", helper.stderr.read() if helper.stderr else ""
+        helper.kill()
+        helper.wait(timeout=10)
+    finally:
+        if helper.poll() is None:
+            helper.kill()
+            helper.wait()
+    deadline = time.monotonic() + 10
+    while processes_in(work) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.2)
+
+    assert not processes_in(work)
+    assert not (work / "ran").exists()
+
+
+@pytest.mark.parametrize(
+    ("shape", "runs"),
+    [
+        pytest.param("bound", True, id="bound"),
+        pytest.param("ended", False, id="ended"),
+        pytest.param("ended-later", False, id="ended-later"),
+        pytest.param("unbound", False, id="unbound"),
+    ],
+)
+def test_a_command_goes_only_with_a_pid_1_bound_to_a_running_bwrap(
+    identity: Identity, work: Path, shape: str, runs: bool
+) -> None:
+    """The command's process is let go only once the sandbox's pid 1 — bwrap's child, seen so
+    while bwrap ran — has loaded its filter, which bwrap's pid 1 does after it armed its
+    parent-death signal (from then on nothing of the sandbox outlives bwrap), and only while
+    bwrap runs. A stand-in for bwrap's processes (``hold_helper.STAND_IN``, which arms
+    nothing) shows each case: a pid 1 that loaded its filter under a running "bwrap" (its
+    command goes); a "bwrap" that ended first, as one a signal egg passed on could end while
+    it set up (its pid 1, reparented, is bound to nothing: the command would run on its own);
+    one that ended after its pid 1 loaded its filter (bwrap's pid 1 would die with it, the
+    stand-in's does not: the check that bwrap runs is what holds it); a pid 1 that never
+    loaded one."""
+    report = hold(identity, work, f"stand-in-{shape}")
+
+    assert report == {"held": True, "ran_before_close": runs, "ran": runs}

@@ -92,9 +92,15 @@ _UNPINNED = frozenset({"--args", "--dev-bind", "--dev-bind-try", "--overlay-src"
 
 
 def options(argv: Sequence[str], bwrap: str) -> list[int]:
-    """Where each of bwrap's options is in ``argv``: from the first word that is ``bwrap`` (a
-    wrapper before it — ``prlimit ... --``, the cgroup join, strace — has options and a ``--``
-    of its own) to bwrap's own ``--``, each option skipping the arguments it takes. Raises
+    """Where each of bwrap's options is in ``argv`` (see :func:`read_options`)."""
+    return read_options(argv, bwrap)[0]
+
+
+def read_options(argv: Sequence[str], bwrap: str) -> tuple[list[int], int]:
+    """Where each of bwrap's options is in ``argv``, and where its command starts (its ``--``,
+    or the first word that is no option): from the first word that is ``bwrap`` (a wrapper
+    before it — ``prlimit ... --``, the cgroup join, strace — has options and a ``--`` of its
+    own) to bwrap's own ``--``, each option skipping the arguments it takes. Raises
     :class:`PinFailed` for a command line bwrap would read otherwise (no bwrap in it, an option
     this table does not know, an option egg cannot pin)."""
     try:
@@ -111,7 +117,7 @@ def options(argv: Sequence[str], bwrap: str) -> list[int]:
             raise PinFailed(errno.EINVAL, f"bwrap's command line has {word}, which egg cannot pin")
         found.append(index)
         index += 1 + arity
-    return found
+    return found, index
 
 
 def pin(argv: Sequence[str], bwrap: str) -> tuple[list[str], list[int]]:

@@ -18,7 +18,6 @@ from egg_core.api.fast import (
 )
 
 from . import bindfds, gate_filter, placeholders, socketgate
-from .status import StatusReader
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # importing typing costs milliseconds on the fast path
@@ -28,6 +27,7 @@ if TYPE_CHECKING:  # importing typing costs milliseconds on the fast path
     from egg_core.api.fast import Admission
 
     from .cgrouprun import Running
+    from .status import StatusReader
 
 SECCOMP_FD = "\0seccomp-fd"
 STATUS_FD = "\0status-fd"
@@ -42,35 +42,33 @@ STDERR_SHIM = (
     f'exec 2>&{COMMAND_STDERR_FD} {COMMAND_STDERR_FD}>&-; exec "$@"',
     "egg-stderr",
 )
-#: where a cached launch's shim says it is ready, and reads egg's go-ahead
-READY_FD, GO_FD = 7, 8
-#: the shim of a cached launch: the same, once it has said it runs (a line on READY_FD: from
-#: then on bwrap's --die-with-parent holds it, which it did not while bwrap set it up) and egg
-#: has said go on GO_FD (a line); the end of the pipe without one — egg killed before it could
-#: say — ends the sandbox there (125)
-GATED_SHIM = (
-    f"exec 2>&{COMMAND_STDERR_FD} {COMMAND_STDERR_FD}>&-; echo >&{READY_FD}; "
-    f"exec {READY_FD}>&-; read -r go <&{GO_FD} || exit 125; exec {GO_FD}<&-; "
-    'exec "$@"'
-)
 #: what Python itself ignores, put back to the defaults for the sandbox (as ``subprocess``
 #: does on the full path): a command inside must die of SIGPIPE as it would outside
 PYTHON_IGNORES = (13, 25)  # SIGPIPE, SIGXFSZ
 
 
-def run(entry: dict[str, Any], env: dict[str, str], admit: Admission) -> int | None:
+def run(
+    entry: dict[str, Any],
+    env: dict[str, str],
+    admit: Admission,
+    inside: Callable[[int], bool] | None = None,
+) -> int | None:
     """The command's exit code; None when the cached launch cannot run as it was cached (a
     filter file gone from the cache), its cgroups cannot be made or ``admit`` says no: the full
     path then prepares it again, and says why.
 
-    bwrap is started at once: it sets the sandbox up, loads its filter and runs the shim
-    (:data:`GATED_SHIM`), which waits for the line egg writes once ``admit()``
-    (:func:`egg_core.cachedrun.admit_run`, the rest of the hit's work) has said yes, on the
-    other core meanwhile. When it says no, or raises, the sandbox is killed and the pipe closed
-    without that line: nothing of the command runs — nor when egg itself is killed meanwhile
-    (the shim reads the pipe's end, and exits). A launch that fails closed before it can ask
-    (a bind's source swapped, the filters refused) tells ``admit.failed_closed()`` before it
-    says why."""
+    bwrap is started at once, without the stderr shim (:func:`_held`): it sets the sandbox up
+    while ``admit()`` (:func:`egg_core.cachedrun.admit_run`, the rest of the hit's work) runs
+    on the other core, and the socket gate holds the command at bwrap's last step until egg
+    lets it go, giving it egg's stderr then (:meth:`.socketgate.Gate.release`). When ``admit``
+    says no, or raises, the sandbox is killed before that: nothing of the command runs — nor
+    when egg itself is killed meanwhile (the held call fails, and bwrap ends there). A launch
+    that fails closed before it can ask (a bind's source swapped, the filters refused) tells
+    ``admit.failed_closed()`` before it says why.
+
+    ``inside`` (the network's runner: :mod:`.fastnet`) is given the sandbox's pid 1 once
+    ``admit`` said yes, before the command may start; when it says False the sandbox is killed
+    and the full path prepares the launch again."""
     programs = gate_filter.read_programs(entry["gate_programs"])
     if programs is None:
         return None
@@ -85,19 +83,40 @@ def run(entry: dict[str, Any], env: dict[str, str], admit: Admission) -> int | N
             return None
     held = placeholders.plant(entry["placeholders"], entry["lock_dir"])
     try:
-        return _spawn_and_supervise(entry, env, programs, group, admit)
+        return _spawn_and_supervise(entry, env, programs, group, admit, inside)
     finally:
         placeholders.remove(held)
         if group is not None:
             group.close()
 
 
-def _gated(argv: list[str]) -> list[str] | None:
-    """``argv`` with its shim waiting for egg's go-ahead (:data:`GATED_SHIM`); None when it has
-    no shim of egg's to gate."""
-    for index in range(len(argv) - 3):
-        if tuple(argv[index : index + 4]) == STDERR_SHIM:
-            return [*argv[: index + 2], GATED_SHIM, *argv[index + 3 :]]
+def _held(argv: list[str], bwrap: str) -> tuple[list[str], int] | None:
+    """``argv`` to run with its command held at bwrap's loading of the sandbox's filter
+    (:class:`.socketgate.Gate`), and the descriptor egg's stderr is given as there: the stderr
+    shim (:data:`STDERR_SHIM`) right after bwrap's ``--`` is dropped, and the command gets it
+    as its stderr; one further on (after the network's bridge, whose own errors are bwrap's
+    until then) stays, and gets it where it looks for it (:data:`COMMAND_STDERR_FD`). None when
+    there is nothing to hold the command at: no shim of egg's, no filter given to bwrap, or no
+    pid 1 of bwrap's own in the sandbox (no pid namespace, or the command run as pid 1), whose
+    filter's loading tells that the command's process is bound to bwrap's life. ``bwrap`` is
+    the word of ``argv`` that runs bwrap (a wrapper may come first)."""
+    try:
+        found, end = bindfds.read_options(argv, bwrap)
+    except bindfds.PinFailed:
+        return None
+    options = {argv[index] for index in found}
+    if "--seccomp" not in options or "--as-pid-1" in options:
+        return None
+    if "--unshare-pid" not in options and "--unshare-all" not in options:
+        return None
+    if argv[end : end + 1] != ["--"]:
+        return None
+    size = len(STDERR_SHIM)
+    if tuple(argv[end + 1 : end + 1 + size]) == STDERR_SHIM:
+        return [*argv[: end + 1], *argv[end + 1 + size :]], 2
+    for index in range(end + 1, len(argv) - size + 1):
+        if tuple(argv[index : index + size]) == STDERR_SHIM:
+            return argv, COMMAND_STDERR_FD
     return None
 
 
@@ -105,101 +124,46 @@ def _started(
     admit: Callable[[], bool],
     waiter: Callable[[], int],
     passed: tuple[int, ...],
-    pipes: _GatePipes | None,
     status: StatusReader,
 ) -> int | None:
-    """The sandbox's pid, its command let go; None when ``admit()`` said no. ``admit`` runs
-    while the kernel loads bwrap and bwrap sets the sandbox up; ``waiter`` gives bwrap's pid
-    (:class:`SpawnFailed` when the spawn failed: nothing started), after which the descriptors
-    ``passed`` to it are closed here. The go-ahead is the caller's to give, once egg passes
-    signals on (:func:`_go_then_wait`). The sandbox is killed and waited for before the go pipe
-    is closed whenever the command must not start (``admit`` said no or raised): the shim
-    would end it at the pipe's end anyway, this ends it at once (see :func:`_kill`)."""
+    """The sandbox's pid; None when ``admit()`` said no. ``admit`` runs while the kernel loads
+    bwrap and bwrap sets the sandbox up; ``waiter`` gives bwrap's pid (:class:`SpawnFailed`
+    when the spawn failed: nothing started), after which the descriptors ``passed`` to it are
+    closed here. Letting the command go is the caller's, once egg passes signals on
+    (:func:`_go_then_wait`). The sandbox is killed and waited for whenever the command must not
+    start (``admit`` said no or raised; see :func:`_kill`)."""
     try:
         allowed = admit()
     except BaseException:
-        _abandon(waiter, passed, pipes, status)
+        _abandon(waiter, passed, status)
         raise
     try:
         pid = waiter()
     except OSError as exc:
         _close(*passed)
-        if pipes is not None:
-            pipes.close()
         if not allowed:
             return None  # nothing started, and the full path decides again anyway
         raise SpawnFailed(exc) from exc
     _close(*passed)
-    if allowed or pipes is None:  # (no shim: admitted before the spawn)
-        return pid if allowed else None
+    if allowed:
+        return pid
     _kill(pid, status)
-    pipes.close()
     return None
 
 
-def _go_then_wait(pid: int, pipes: _GatePipes | None, status: StatusReader) -> int:
-    """Say go (once the shim runs), then wait for bwrap: what :func:`supervise` waits in, so
+def _go_then_wait(
+    pid: int, gate: socketgate.Gate | None, stderr_at: int, status: StatusReader
+) -> int:
+    """Let the held command go (``gate``: None when it was not held), egg's stderr given to it
+    as its descriptor ``stderr_at``; then wait for bwrap: what :func:`supervise` waits in, so
     that egg passes a signal on to the command from the moment the command can start."""
-    if pipes is not None:
+    if gate is not None:
         try:
-            pipes.go_when_ready(pid)
+            gate.release(2, stderr_at)
         except BaseException:
             _kill(pid, status)
-            pipes.close()
             raise
     return wait_pid(pid)
-
-
-class _GatePipes:
-    """The shim's two pipes (:data:`GATED_SHIM`): it says it runs on one, egg says go on the
-    other. Only their sandbox ends are passed (at READY_FD and GO_FD)."""
-
-    def __init__(self, inner: int) -> None:
-        self.ready_read, self.ready_write = os.pipe()
-        self.go_read, self.go_write = os.pipe()
-        self.ready_write = away_from(self.ready_write, inner, READY_FD, GO_FD)
-        self.go_read = away_from(self.go_read, inner, READY_FD, GO_FD)
-        self.open = [self.ready_read, self.go_write]
-
-    def actions(self) -> list[tuple[int, int, int]]:
-        return [
-            (os.POSIX_SPAWN_DUP2, self.ready_write, READY_FD),
-            (os.POSIX_SPAWN_DUP2, self.go_read, GO_FD),
-        ]
-
-    def passed(self) -> tuple[int, int]:
-        return (self.ready_write, self.go_read)
-
-    def go_when_ready(self, bwrap: int) -> None:
-        """Wait for the shim's line (an end instead: bwrap ended before it ran, and its wait
-        says how), then say go — while ``bwrap`` runs: the shim of a bwrap that has ended (a
-        signal egg passed on ended it while it set up) is not bound to anything's life, and
-        gets the pipe's end instead. The signals egg passes on are held meanwhile, so that none
-        ends bwrap between the look and the go."""
-        import _signal  # type: ignore[import-not-found,unused-ignore]
-
-        while True:
-            try:
-                said = os.read(self.ready_read, 1)
-                break
-            except InterruptedError:
-                continue
-        if said:
-            held = (_signal.SIGTERM, _signal.SIGHUP, _signal.SIGINT, _signal.SIGQUIT)
-            mask = _signal.pthread_sigmask(_signal.SIG_BLOCK, held)
-            try:
-                running = os.WEXITED | os.WNOHANG | os.WNOWAIT
-                if os.waitid(os.P_PID, bwrap, running) is None:
-                    os.write(self.go_write, b"go\n")
-            except OSError:
-                pass  # the sandbox has ended already: its wait says how
-            finally:
-                _signal.pthread_sigmask(_signal.SIG_SETMASK, mask)
-        self.close()
-
-    def close(self) -> None:
-        while self.open:
-            os.close(self.open.pop())
 
 
 def _yes() -> bool:
@@ -225,11 +189,8 @@ def _cannot_start(why: str, said_read: int) -> int:
     return SANDBOX_FAILED
 
 
-def _abandon(
-    waiter: Callable[[], int], passed: tuple[int, ...], pipes: _GatePipes | None, status: Any
-) -> None:
-    """Make sure the sandbox never starts its command: killed (once spawned) before the go
-    pipe is closed."""
+def _abandon(waiter: Callable[[], int], passed: tuple[int, ...], status: Any) -> None:
+    """Make sure the sandbox never starts its command: killed, once spawned."""
     try:
         pid: int | None = waiter()
     except BaseException:
@@ -237,19 +198,19 @@ def _abandon(
     _close(*passed)
     if pid is not None:
         _kill(pid, status)
-    if pipes is not None:
-        pipes.close()
 
 
 def _kill(pid: int, status: StatusReader) -> None:
     """Kill a sandbox whose command has not been let go, and wait for bwrap. Its child (the
-    sandbox's pid 1) too: until it runs the shim it is not bound to bwrap's life
-    (``--die-with-parent`` holds from there on), and would set the sandbox up for nothing
-    before the shim exits on the pipe's end. bwrap reports that child before it lets it do
-    anything; killing a pid namespace's first process ends all of it. It is killed only while
-    it is bwrap's, still unreaped (a pid bwrap has reaped may be another process's now)."""
+    sandbox's pid 1) too: until it has forked the command's process it is not bound to bwrap's
+    life (``--die-with-parent`` holds from there on), and would set the sandbox up for nothing
+    before its held call fails. bwrap reports that child before it lets it do anything;
+    killing a pid namespace's first process ends all of it. It is killed only while it is
+    bwrap's, still unreaped (a pid bwrap has reaped may be another process's now)."""
+    from .status import parent_of
+
     init = status.init_pid()  # None: bwrap ended before it made one
-    if init is not None and _parent_of(init) == pid:
+    if init is not None and parent_of(init) == pid:
         try:
             os.kill(init, 9)  # SIGKILL
         except OSError:
@@ -259,16 +220,6 @@ def _kill(pid: int, status: StatusReader) -> None:
     except OSError:
         pass
     wait_pid(pid)
-
-
-def _parent_of(pid: int) -> int | None:
-    """The parent of ``pid`` (field 4 of /proc/PID/stat); None when there is no such process."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            data = handle.read()
-        return int(data[data.rfind(b")") + 2 :].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def _close(*fds: int) -> None:
@@ -292,16 +243,17 @@ def _spawn_and_supervise(
     programs: list[bytes],
     group: Running | None,
     admit: Admission,
+    inside: Callable[[int], bool] | None,
 ) -> int | None:
     inner = entry["stderr_fd"]
-    # nothing the spawn passes may sit where it puts the command's stderr or the go-ahead
-    seccomp_fd = away_from(os.open(entry["seccomp_file"], os.O_RDONLY), inner, READY_FD, GO_FD)
+    # nothing the spawn passes may sit where it puts the command's stderr (unheld: see below)
+    seccomp_fd = away_from(os.open(entry["seccomp_file"], os.O_RDONLY), inner)
     os.set_inheritable(seccomp_fd, True)
     status_read, status_write = os.pipe()
-    status_write = away_from(status_write, inner, READY_FD, GO_FD)
+    status_write = away_from(status_write, inner)
     os.set_inheritable(status_write, True)
     said_read, said_write = setup_pipe()
-    said_write = away_from(said_write, inner, READY_FD, GO_FD)
+    said_write = away_from(said_write, inner)
     table = {SECCOMP_FD: str(seccomp_fd), STATUS_FD: str(status_write)}
     masks = entry.get("masks", ())
     argv = [table.get(arg, arg) for arg in entry["argv"]]
@@ -321,25 +273,24 @@ def _spawn_and_supervise(
             line = f"egg: error: the sandbox failed before the command started: {exc.strerror}\n"
             os.write(2, line.encode())
             return SANDBOX_FAILED
-    gated = _gated(argv)
-    gate_pipes = None
-    if gated is None:  # no shim to wait in: all is checked first, then the sandbox started
+    # bwrap's own stderr is a pipe (what it says while setting up); the command's is ours
+    actions = [(os.POSIX_SPAWN_DUP2, said_write, 2)]
+    held = _held(argv, entry["bwrap"])
+    stderr_at = 2
+    if held is None:  # nothing to hold the command at: all is checked first, then it starts
         if not admit():
             for fd in (seccomp_fd, status_read, status_write, said_read, said_write, *bound):
                 os.close(fd)
             return None
+        actions.insert(0, (os.POSIX_SPAWN_DUP2, 2, inner))  # the shim puts it back at 2
     else:
-        argv, gate_pipes = gated, _GatePipes(inner)
+        argv, stderr_at = held
     if group is not None:
         argv = group.prefix() + argv
-    status = StatusReader(status_read)
-    gate = socketgate.Gate(programs, socketgate.Grants.from_json(entry["gate_grants"]))
+    grants = socketgate.Grants.from_json(entry["gate_grants"])
+    gate = socketgate.Gate(programs, grants, hold=held is not None)
     # the child gets every inheritable descriptor: seal all but the ones bwrap needs
     seal_descriptors((seccomp_fd, status_write, *bound))
-    # bwrap's own stderr is a pipe (what it says while setting up); the command's is ours
-    actions = [(os.POSIX_SPAWN_DUP2, 2, inner), (os.POSIX_SPAWN_DUP2, said_write, 2)]
-    if gate_pipes is not None:
-        actions += gate_pipes.actions()
 
     def spawn() -> int:
         if entry["process_group"]:  # a group of its own: see linux_ns._signal_defaults
@@ -357,33 +308,38 @@ def _spawn_and_supervise(
         return waiter
 
     passed = (status_write, seccomp_fd, said_write, *bound)
-    if gate_pipes is not None:
-        passed += gate_pipes.passed()
+    status = None
     try:
         try:
             waiter = spawn_ignoring(start, ignores)
         except OSError as exc:  # the filters (the gate says why), or the spawn: nothing started
             _close(*passed)
-            if gate_pipes is not None:
-                gate_pipes.close()
             admit.failed_closed()
             return _cannot_start(
                 gate.error or f"cannot start the sandbox: {_reason(exc)}", said_read
             )
+        # imported while the kernel loads bwrap (as every import the spawn does not need)
+        from .status import StatusReader
+
+        status = StatusReader(status_read)
         try:
-            pid = _started(
-                admit if gate_pipes is not None else _yes, waiter, passed, gate_pipes, status
-            )
+            pid = _started(admit if held is not None else _yes, waiter, passed, status)
         except SpawnFailed as exc:  # (admitted: the hit was said)
             return _cannot_start(f"cannot start the sandbox: {_reason(exc.error)}", said_read)
         if pid is None:
             setup_errors(said_read)
             return None  # bwrap killed before the command could start: the full path decides
+        if inside is not None:
+            init = status.init_pid()
+            if init is None or not inside(init):
+                _kill(pid, status)
+                setup_errors(said_read)
+                return None  # (nothing of the command ran either)
         if group is not None:
             group.started()
         returncode = supervise(
             pid,
-            lambda: _go_then_wait(pid, gate_pipes, status),
+            lambda: _go_then_wait(pid, gate if held is not None else None, stderr_at, status),
             tty=entry["tty"],
             command_pid=status.child_pid,
         )
@@ -401,4 +357,7 @@ def _spawn_and_supervise(
         return report_exit(returncode, exit_code, reason, argv[0], said)
     finally:
         gate.close()
-        status.close()
+        if status is not None:
+            status.close()
+        else:
+            os.close(status_read)

@@ -1,20 +1,22 @@
 """The kernel interfaces the socket gate (:mod:`.socketgate`) needs and Python's ``os`` lacks:
-seccomp's user notifications, ``pidfd_getfd``, ``openat2`` and ``SIOCUNIXFILE``, through ctypes'
-own C module.
+seccomp's user notifications (and the descriptors they can hand over), ``pidfd_getfd``,
+``openat2``, ``setns`` and ``SIOCUNIXFILE``, through ctypes' own C module.
 
 Standard library only, and nothing is loaded until first use: the exec cache's fast path imports
 this module before it spawns (see :mod:`egg_core.execcache`). ``ctypes`` itself is not imported:
 its package defines every C type and loader class in Python (with ``struct`` and ``types``),
 about 0.7 ms of every cache hit, and this module needs a handful. They are defined here as
 ``ctypes`` defines them, on ``_ctypes`` (the C module under it), as ``egg_core.spawn`` uses
-``_signal`` and the gate ``_socket``. x86_64 and aarch64 numbers.
+``_signal`` and the gate ``_socket``. What loads the filters and opens binds packs its few
+integers itself; ``struct`` is imported by the listener's own calls, once the sandbox runs.
+x86_64 and aarch64 numbers.
 """
 
 from __future__ import annotations
 
 import _ctypes as _c_module
 import os
-import struct
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,6 +32,7 @@ _NUMBERS = {
     "pidfd_open": (434, 434),
     "pidfd_getfd": (438, 438),
     "openat2": (437, 437),
+    "setns": (308, 268),
 }
 #: the AUDIT_ARCH value of this machine's native ABI (what a notification's ``arch`` says)
 NATIVE_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}.get(MACHINE)
@@ -41,13 +44,23 @@ SECCOMP_FILTER_FLAG_NEW_LISTENER = 1 << 3
 SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV = 1 << 5
 PR_SET_NO_NEW_PRIVS = 38
 
-_NOTIF = struct.Struct("=QIIiIQ6Q")  # id, pid, flags, nr, arch, instruction pointer, args
-_RESP = struct.Struct("=QqiI")  # id, val, error, flags
+#: the structures the listener reads and writes (``struct`` formats, native byte order); they
+#: are made when first used, in the gate's own thread: a cache hit starts its sandbox first
+_NOTIF = "=QIIiIQ6Q"  # id, pid, flags, nr, arch, instruction pointer, args
+_NOTIF_SIZE = 80
+_RESP = "=QqiI"  # id, val, error, flags
 NOTIF_RECV = 0xC0502100  # SECCOMP_IOCTL_NOTIF_RECV: _IOWR('!', 0, struct seccomp_notif)
 NOTIF_SEND = 0xC0182101  # SECCOMP_IOCTL_NOTIF_SEND: _IOWR('!', 1, struct seccomp_notif_resp)
 NOTIF_ID_VALID = 0x40082102  # SECCOMP_IOCTL_NOTIF_ID_VALID: _IOW('!', 2, __u64)
 SECCOMP_USER_NOTIF_FLAG_CONTINUE = 1
+_ADDFD = "=QIIII"  # id, flags, srcfd, newfd, newfd_flags
+NOTIF_ADDFD = 0x40182103  # SECCOMP_IOCTL_NOTIF_ADDFD: _IOW('!', 3, struct seccomp_notif_addfd)
+SECCOMP_ADDFD_FLAG_SETFD = 1  # at the number asked for, as dup2 does (Linux 5.9)
 
+LITTLE_ENDIAN = sys.byteorder == "little"
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWNET = 0x40000000
+NS_GET_USERNS = 0xB701  # _IO(0xb7, 0x1): the user namespace that owns a namespace
 PIDFD_THREAD = os.O_EXCL  # a pidfd for one thread (its descriptor table), Linux 6.9+
 RESOLVE_NO_MAGICLINKS = 0x02
 RESOLVE_IN_ROOT = 0x10
@@ -118,6 +131,11 @@ def _lib() -> _Libc:
     return _libc
 
 
+def _native(value: int, size: int) -> bytes:
+    """``value`` as an unsigned C integer of ``size`` bytes, in this machine's byte order."""
+    return value.to_bytes(size, sys.byteorder)
+
+
 def _number(name: str) -> int:
     pair = _NUMBERS[name]
     if MACHINE == "x86_64":
@@ -141,9 +159,9 @@ class Program:
         if not bpf or len(bpf) % 8:
             raise ValueError("a BPF program is a whole number of 8-byte instructions")
         self.code = create_string_buffer(bpf)
-        # struct sock_fprog { unsigned short len; struct sock_filter *filter; }
+        # struct sock_fprog { unsigned short len; struct sock_filter *filter; } (LP64)
         self.fprog = create_string_buffer(
-            struct.pack("HxxxxxxP", len(bpf) // 8, addressof(self.code))
+            _native(len(bpf) // 8, 2) + bytes(6) + _native(addressof(self.code), 8)
         )
 
     def load(self, flags: int = 0) -> int:
@@ -170,14 +188,16 @@ class Notification:
     __slots__ = ("arch", "args", "id", "nr", "pid")
 
     def __init__(self, raw: bytes) -> None:
-        fields = _NOTIF.unpack(raw)
+        import struct
+
+        fields = struct.unpack(_NOTIF, raw)
         self.id, self.pid, _, self.nr, self.arch = fields[:5]
         self.args = fields[6:]
 
 
 def receive(listener: int) -> Notification:
     """The next call waiting (blocks; ENOENT when the caller went away before it was read)."""
-    buf = create_string_buffer(bytes(_NOTIF.size))
+    buf = create_string_buffer(bytes(_NOTIF_SIZE))
     _check(_lib().ioctl(listener, NOTIF_RECV, buf))
     return Notification(buf.raw)
 
@@ -186,13 +206,24 @@ def respond(listener: int, ident: int, value: int = 0, error: int = 0, cont: boo
     """Answer a call: its return ``value``, or ``error`` (an errno), or let the kernel carry it
     out as asked (``cont``: only where the outcome is not a security decision). False when the
     caller went away meanwhile."""
+    import struct
+
     flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE if cont else 0
-    buf = create_string_buffer(_RESP.pack(ident, value, -error if error else 0, flags))
+    buf = create_string_buffer(struct.pack(_RESP, ident, value, -error if error else 0, flags))
     if _lib().ioctl(listener, NOTIF_SEND, buf) < 0:
         if get_errno() == 2:  # ENOENT: the call is over (the thread died)
             return False
         _check(-1)
     return True
+
+
+def add_fd(listener: int, ident: int, fd: int, number: int) -> None:
+    """Give the caller of a waiting call a copy of egg's descriptor ``fd`` as its descriptor
+    ``number`` (what it held there is closed, as ``dup2`` does; not close-on-exec)."""
+    import struct
+
+    buf = create_string_buffer(struct.pack(_ADDFD, ident, SECCOMP_ADDFD_FLAG_SETFD, fd, number, 0))
+    _check(_lib().ioctl(listener, NOTIF_ADDFD, buf))
 
 
 def still_waiting(listener: int, ident: int) -> bool:
@@ -214,7 +245,10 @@ def pidfd_getfd(pidfd: int, fd: int) -> int:
 def openat2(dirfd: int, path: bytes, flags: int, resolve: int) -> int:
     """``openat2`` with ``resolve`` flags (RESOLVE_IN_ROOT: ``dirfd`` is the root for the walk,
     ``..`` and absolute symlinks included)."""
-    how = create_string_buffer(struct.pack("QQQ", flags | os.O_CLOEXEC, 0, resolve))
+    # struct open_how { __u64 flags; __u64 mode; __u64 resolve; }
+    how = create_string_buffer(
+        _native(flags | os.O_CLOEXEC, 8) + _native(0, 8) + _native(resolve, 8)
+    )
     return _check(
         _lib().syscall(
             _number("openat2"),
@@ -224,6 +258,11 @@ def openat2(dirfd: int, path: bytes, flags: int, resolve: int) -> int:
             c_size_t(len(how.raw)),
         )
     )
+
+
+def setns(fd: int, kind: int) -> None:
+    """Move the calling thread into the namespace ``fd`` (``os.setns``, Python 3.12)."""
+    _check(_lib().syscall(_number("setns"), c_int(fd), c_int(kind)))
 
 
 def unix_file(sock: int) -> int:

@@ -10,6 +10,10 @@ bubblewrap itself, runs under them; see :mod:`.socketgate`):
   reach any host socket without a ``connect`` — and ``SOCK_RAW`` is one too (the kernel makes an
   ``AF_UNIX``, ``SOCK_RAW`` socket a datagram socket), so the filter names what it lets through,
   not what it refuses;
+- it also sends egg the loading of a seccomp filter (``prctl(PR_SET_SECCOMP)``, ``seccomp(
+  SECCOMP_SET_MODE_FILTER)``): bubblewrap's last step before it runs the command is loading the
+  sandbox's own filter, so egg exec's cache hit holds the command there until egg admits it
+  (:meth:`.socketgate.Gate.release`); otherwise egg lets every load go on at once;
 - the *compat* one covers the i386 and x32 ABIs of an x86_64 machine: there ``connect`` and
   ``bind`` are refused (EPERM) outright, as are datagram unix sockets and i386's
   ``socketcall(SOCKETPAIR)`` (whose arguments are in memory) — the supervisor carries out calls
@@ -31,7 +35,9 @@ AF_UNIX = 1
 UNIX_TYPES = (1, 5)
 SOCK_TYPE_MASK = 0xF  # the type without SOCK_NONBLOCK / SOCK_CLOEXEC
 SYS_SOCKETPAIR = 8  # socketcall()'s number for socketpair (linux/net.h)
-FILTER_VERSION = "5"  # 5: built as a binary tree
+PR_SET_SECCOMP = 22
+SECCOMP_SET_MODE_FILTER = 1
+FILTER_VERSION = "6"  # 5: built as a binary tree; 6: a filter's loading is egg's to let go
 
 
 def build(compat: bool) -> bytes | None:
@@ -62,6 +68,11 @@ def build(compat: bool) -> bytes | None:
     else:
         for name in ("connect", "bind"):
             filt.add_rule(sc.NOTIFY, name)
+        # both take their first argument as an int: compared on its low 32 bits, as the kernel
+        filt.add_rule(sc.NOTIFY, "prctl", sc.Arg(0, sc.MASKED_EQ, 0xFFFFFFFF, PR_SET_SECCOMP))
+        filt.add_rule(
+            sc.NOTIFY, "seccomp", sc.Arg(0, sc.MASKED_EQ, 0xFFFFFFFF, SECCOMP_SET_MODE_FILTER)
+        )
     # the kernel reads the family as an int: compared on its low 32 bits, or 1 << 32 | AF_UNIX
     # would pass as another family and still make a unix socket
     unix = sc.Arg(0, sc.MASKED_EQ, 0xFFFFFFFF, AF_UNIX)

@@ -43,21 +43,22 @@ would make import one more module.
 
 from __future__ import annotations
 
-import _socket
 import _thread
 import errno
 import fcntl
 import os
-import select
 import stat
-import struct
 import time
 
 from . import gate_abi as abi
 
+# _socket, select and struct are imported where they are used: a cache hit starts its sandbox
+# before the gate serves (spawn_filtered), and their imports are then done while bwrap sets up
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import _queue
+    import _socket
     from collections.abc import Callable, Sequence
     from typing import Any
 
@@ -81,13 +82,16 @@ BIND_SETTLE = 0.2
 #: a socket whose bind never took effect (it failed, or the socket was swapped) is forgotten
 PENDING_TTL = 5.0
 _SYSCALLS = {
-    "x86_64": {"connect": 42, "bind": 49},
-    "aarch64": {"connect": 203, "bind": 200},
+    "x86_64": {"connect": 42, "bind": 49, "prctl": 157, "seccomp": 317},
+    "aarch64": {"connect": 203, "bind": 200, "prctl": 167, "seccomp": 277},
 }.get(abi.MACHINE, {})
 CONNECT = _SYSCALLS.get("connect", -1)
 BIND = _SYSCALLS.get("bind", -1)
+#: the loading of a seccomp filter (the filter sends egg no other prctl or seccomp call)
+FILTER_LOADS = (_SYSCALLS.get("prctl", -1), _SYSCALLS.get("seccomp", -1))
 SOCKADDR_MAX = 128  # sizeof(struct sockaddr_storage): longer is EINVAL, as the kernel says
-AF_UNIX = _socket.AF_UNIX
+_LITTLE = abi.LITTLE_ENDIAN  # a sockaddr's family is in the machine's own byte order
+AF_UNIX = 1  # socket.AF_UNIX
 Key = tuple[int, int]
 
 
@@ -146,9 +150,17 @@ class Gate:
     """One sandbox's gate. Made before the spawn; then either :meth:`spawn_filtered` starts the
     sandbox from a thread that loaded the filters (no fork: egg exec's cache hit), or
     :meth:`child_setup` runs in a forked child (between fork and exec) and :meth:`started` in
-    egg once the child exists; :meth:`close` at the end."""
+    egg once the child exists; :meth:`close` at the end.
 
-    def __init__(self, programs: Sequence[bytes], grants: Grants) -> None:
+    With ``hold``, the sandbox's command is held at bubblewrap's last step — loading the
+    sandbox's own seccomp filter, which it does right before it runs the command and after its
+    ``--die-with-parent`` binds it to egg's life — until egg lets it go (:meth:`release`):
+    egg exec's cache hit starts bwrap before its last checks and admits the command after them.
+    Nothing of the sandbox but bwrap's own code runs before that. Were egg killed meanwhile, the
+    kernel fails the held call (ENOSYS, as every call sent to a listener that is gone), and
+    bwrap ends there without running the command."""
+
+    def __init__(self, programs: Sequence[bytes], grants: Grants, hold: bool = False) -> None:
         self.programs = [abi.Program(bpf) for bpf in programs]
         self.grants = grants
         # the channel a forked child sends the listener back on (see child_fd): made when
@@ -166,6 +178,14 @@ class Gate:
         self._diag: bool | None = None  # see _by_name
         self.error: str | None = None
         self._workers = Workers()
+        # the hold (see the class): every filter's loading but pid 1's is held until release()
+        # gave what the command is to be given (_go: stderr, at) and the sandbox's pid 1 (_init:
+        # bwrap's child, seen as such) has armed its parent-death signal; _sandbox: bwrap's pid
+        self._holding = hold
+        self._held: list[Notification] = []
+        self._init: int | None = None
+        self._go: tuple[int, int] | None = None
+        self._sandbox: int | None = None
 
     @property
     def child_fd(self) -> int:
@@ -173,6 +193,8 @@ class Gate:
         sealing) to send the listener back: see :meth:`child_setup` and :meth:`started`."""
         if self._child is None:
             # _socket, _thread, _queue: the C modules alone (egg exec's cache hit imports this)
+            import _socket
+
             self._parent, child = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
             # above the numbers spawners put things at in the child (the command's stderr at 9)
             moved = fcntl.fcntl(child.fileno(), fcntl.F_DUPFD_CLOEXEC, CHILD_FD_FLOOR)
@@ -183,24 +205,24 @@ class Gate:
 
     def _load_filters(self) -> int:
         """Load the filters on the calling thread (inherited by what it starts); returns the
-        listener, which is close-on-exec: it never reaches the sandbox."""
+        listener, which is close-on-exec: it never reaches the sandbox. The native filter, the
+        one with the listener, is loaded last: it sends egg every filter's loading, and nothing
+        serves its listener yet."""
         abi.no_new_privs()
-        listener = self.programs[0].load(
+        for program in self.programs[1:]:
+            program.load()
+        return self.programs[0].load(
             abi.SECCOMP_FILTER_FLAG_NEW_LISTENER | abi.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
         )
-        try:
-            for program in self.programs[1:]:
-                program.load()
-        except BaseException:
-            os.close(listener)
-            raise
-        return listener
 
     # -- in the child
 
     def child_setup(self) -> None:
         """Load the filters (the listener goes back to egg, never on into the sandbox). Never
         raises: a failure is sent to egg and the child exits with 125."""
+        import _socket
+        import struct
+
         channel = self._child
         assert channel is not None, "child_fd was not passed to the child"
         try:
@@ -250,7 +272,7 @@ class Gate:
                 return
             loaded.release()
             try:
-                outcome["pid"] = spawn()
+                outcome["pid"] = self._sandbox = spawn()
             except BaseException as exc:
                 outcome["spawn"] = exc
             finally:
@@ -282,6 +304,9 @@ class Gate:
     def started(self) -> None:
         """Take the listener from the child and start judging. Raises OSError (with the child's
         reason) when the child could not load the filters."""
+        import _socket
+        import struct
+
         parent, child = self._parent, self._child
         assert parent is not None and child is not None, "child_fd was not passed to the child"
         child.close()
@@ -346,10 +371,12 @@ class Gate:
     def _serve(self) -> None:
         listener = self.listener
         assert listener is not None
-        _raise_fd_limit()  # here, not before the launch: importing resource costs it 0.6 ms
+        import select
+
         poller = select.poll()
         poller.register(listener, select.POLLIN)
         poller.register(self._wake_read, select.POLLIN)
+        raised = False
         while True:
             events = dict(poller.poll())
             if self._wake_read in events:
@@ -369,6 +396,11 @@ class Gate:
                         abi.respond(listener, call.id, error=errno.EACCES)
                     except OSError:
                         pass
+                if not raised:
+                    # after the first call, not before the launch (importing resource costs
+                    # 0.15 ms: bubblewrap's own first call, its loopback's bind, waits for it)
+                    raised = True
+                    _raise_fd_limit()
             elif state & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
                 return  # no process of the sandbox is left
 
@@ -380,8 +412,84 @@ class Gate:
             self._on_bind(listener, call)
         elif call.nr == CONNECT:
             self._on_connect(listener, call)
+        elif call.nr in FILTER_LOADS:
+            self._on_filter_load(listener, call)
         else:
             abi.respond(listener, call.id, error=errno.ENOSYS)
+
+    # -- a filter's loading: the command's held until release() (see the class)
+
+    def _on_filter_load(self, listener: int, call: Notification) -> None:
+        with self._lock:
+            holding = self._holding
+        if not holding:
+            # whatever a process adds to its filters only takes from what it may do
+            abi.respond(listener, call.id, cont=True)
+            return
+        sandbox = self._sandbox
+        if sandbox is not None and _parent_waiting(listener, call) == sandbox:
+            # the sandbox's pid 1 (bwrap's child), which armed --die-with-parent just before,
+            # bwrap running: from now on the sandbox ends with bwrap
+            with self._lock:
+                self._init = call.pid
+            abi.respond(listener, call.id, cont=True)
+        else:
+            with self._lock:
+                self._held.append(call)
+        self._go_when_ready(listener)
+
+    def release(self, stderr: int, at: int = 2) -> None:
+        """Let the sandbox's command start, now if bwrap holds it already, else as soon as it
+        does (the gate's thread lets it go then, without waiting for egg's): the process that
+        is to run it gets egg's descriptor ``stderr`` as its descriptor ``at`` (its standard
+        error, or where egg's shim takes it from: bwrap's own set-up errors went to a pipe of
+        egg's until then), and from then on a filter's loading goes on at once.
+
+        The command's process is the child of the sandbox's pid 1, and pid 1 is bwrap's child,
+        seen so when it loaded its own filter — after it armed its parent-death signal, bwrap
+        running. Until then nothing goes: a bwrap that ended before (a signal egg passed on to
+        it while it set up) may have left a pid 1 that is bound to nothing, whose command would
+        run on its own. It goes only while bwrap runs, and with the descriptor it is to have:
+        otherwise it is refused, and bwrap ends there. Any other filter's loading held so far
+        (there is none from bwrap) is refused then."""
+        listener = self.listener
+        if listener is None:
+            return
+        with self._lock:
+            self._go = (stderr, at)
+        self._go_when_ready(listener)
+
+    def command_held(self) -> bool:
+        """Whether a process of the sandbox other than its pid 1 is held (before the release:
+        bwrap's, that is to run the command; see :meth:`release`)."""
+        with self._lock:
+            return self._holding and bool(self._held)
+
+    def _go_when_ready(self, listener: int) -> None:
+        with self._lock:
+            init, go, held = self._init, self._go, self._held
+            if init is None or go is None:
+                return
+            commands = [call for call in held if _parent_waiting(listener, call) == init]
+            if not commands:
+                return
+            self._held, self._holding = [], False
+        stderr, at = go
+        for call in held:
+            try:
+                if call is not commands[0]:
+                    raise OSError(errno.EPERM, "not the command's process")
+                sandbox = self._sandbox
+                running = os.WEXITED | os.WNOHANG | os.WNOWAIT
+                if sandbox is None or os.waitid(os.P_PID, sandbox, running) is not None:
+                    raise OSError(errno.ESRCH, "bwrap has ended")
+                abi.add_fd(listener, call.id, stderr, at)
+                abi.respond(listener, call.id, cont=True)
+            except OSError:
+                try:  # never without bwrap, nor without the descriptor it was to have
+                    abi.respond(listener, call.id, error=errno.EPERM)
+                except OSError:
+                    pass
 
     # -- bind: let it through, remember the socket
 
@@ -527,7 +635,7 @@ class Gate:
                 raise OSError(errno.EINVAL, "bad address length")
             address = _read_memory(call.pid, pointer, length)
             sock = _take_socket(call.pid, fd)
-            family = struct.unpack_from("=H", address)[0]
+            family = int.from_bytes(address[:2], "little" if _LITTLE else "big")
             path = family == AF_UNIX and len(address) > 2 and address[2] != 0
             if path:
                 view = View.of(call.pid)
@@ -571,7 +679,8 @@ class Gate:
                 unsettled = self._settle()
                 own = key in self._own
             if own or self.grants.granted(key):
-                return struct.pack("=H", AF_UNIX) + b"/proc/self/fd/%d\0" % target
+                family = AF_UNIX.to_bytes(2, "little" if _LITTLE else "big")
+                return family + b"/proc/self/fd/%d\0" % target
             if not unsettled or time.monotonic() > deadline:
                 break
             time.sleep(0.002)
@@ -633,6 +742,15 @@ class Workers:
                 self._idle += 1
 
 
+def _parent_waiting(listener: int, call: Notification) -> int | None:
+    """The parent of the process whose ``call`` waits; None when it is gone. (Its pid names it
+    only while its call waits: looked at again after the parent was read.)"""
+    from .status import parent_of
+
+    parent = parent_of(call.pid)
+    return parent if parent is not None and abi.still_waiting(listener, call.id) else None
+
+
 def _take_socket(tid: int, fd: int) -> int:
     """The caller's descriptor ``fd`` (the same open file, not a copy)."""
     try:
@@ -659,6 +777,8 @@ def _tgid(tid: int) -> int:
 
 def _unbound_unix(sock: int) -> bool:
     """Whether ``sock`` is a unix socket with no address yet (False for a file: no socket)."""
+    import _socket
+
     copy = os.dup(sock)
     try:
         probe = _socket.socket(fileno=copy)

@@ -92,6 +92,16 @@ class StatusReader:
         return None
 
 
+def parent_of(pid: int) -> int | None:
+    """The parent of ``pid`` (field 4 of /proc/PID/stat); None when there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+        return int(data[data.rfind(b")") + 2 :].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def init_child(init: int, attempts: int = 50) -> int | None:
     """The first child of ``init`` (the command), waiting a little for init to fork it."""
     import time
