@@ -3,7 +3,8 @@
 Baseline: ``bwrap --ro-bind / / --dev /dev --proc /proc --unshare-all --die-with-parent
 /bin/true``. egg is measured as users call it repeatedly — the exec cache answers after the first
 call — plainly and with agents (``--agent claude`` and ``--agent codex``: a home layer, settings
-snapshots, and the network allowlist's proxy, served from a child process on a hit) — and with
+snapshots, and the network allowlist's proxy, served from a child process on a hit, on
+listeners made in the sandbox's own network namespace) — and with
 the cache off (``EGG_EXEC_CACHE=0``: every call resolves config, plugins and policy). The cached
 calls run with ``EGG_EXEC_CACHE=debug`` so that only hits are counted (a shared host changes what
 a sandbox sees now and then: such a call is a miss, and is reported, not timed). Targets: a hit
@@ -168,7 +169,7 @@ def main() -> None:
         f"in Python that installs the socket gate's filter starts at {gate_floor / r:.1f}x raw "
         f"bwrap before it has done anything, which leaves {max(0.0, 5 * r - gate_floor) * 1000:.1f}"
         " ms within 5x for all the rest of a hit (reading and checking the cache entry, the "
-        "policy's own mounts and seccomp filter, the stderr shim, the gate, the clean-up); egg's "
+        "policy's own mounts and seccomp filter, the gate and its hold, the clean-up); egg's "
         f"hit spends {(c - gate_floor) * 1000:.1f} ms on it.\n\n"
         "With live host sockets the sandbox sees (medians, ms; in brackets, the ratio to the "
         "same column with none — target at most 3x):\n\n"

@@ -126,8 +126,9 @@ class _Run:
 
 class Admission:
     """What a runner is given to ask whether the cached command may start (see
-    :func:`admit_run`), and to say that the cached launch failed closed before it could ask
-    (a bind's source swapped, the filters refused: ``failed_closed``)."""
+    :func:`admit_run`), to say that the cached launch failed closed before it could ask (a
+    bind's source swapped, the filters refused: ``failed_closed``), and to say why it is a miss
+    after all (``miss``)."""
 
     def __init__(self, run: _Run, entry: dict[str, Any], environ: Mapping[str, str]) -> None:
         self.run, self.entry, self.environ = run, entry, environ
@@ -140,6 +141,11 @@ class Admission:
         """The launch was the cache's, and nothing of it ran (the runner says why)."""
         self.closed = True
         _say_hit(self.environ)
+
+    def miss(self, why: str) -> None:
+        """The cached launch cannot run as it was cached, for a reason only the runner knows
+        (``EGG_EXEC_CACHE=debug`` says it): nothing of it ran, and the full path decides."""
+        execcache.say_miss(self.environ, why)
 
 
 def admit_run(run: _Run, entry: dict[str, Any], environ: Mapping[str, str]) -> bool:

@@ -116,6 +116,16 @@ def facts_hold(entry: Mapping[str, Any], part: str = "spawn_facts") -> Fact | No
     return stale_fact(entry[part])
 
 
+def loaded_code_changed(entry: Mapping[str, Any]) -> Fact | None:
+    """The first of the entry's later facts (:func:`split_facts`) about the contents of a file
+    this process has loaded as code — egg's, the runner's and what it imports — that no longer
+    holds: that code acts before the command is admitted, so it is checked now, before any of
+    it does (the runner's own file was checked before it was imported)."""
+    loaded = {getattr(module, "__file__", None) for module in list(sys.modules.values())}
+    code = [fact for fact in entry["facts"] if fact[0] == "c" and fact[1] in loaded]
+    return facts_hold({"code": code}, "code")
+
+
 def split_facts(
     facts: Iterable[Fact], argv: Iterable[str], read_first: Iterable[str] = ()
 ) -> tuple[list[Fact], list[Fact]]:
@@ -127,8 +137,8 @@ def split_facts(
     contents of the files the command line names and of ``read_first`` (what the runner reads
     or runs before the spawn: its own code, the filters it hands bwrap). After: the rest —
     whether the paths the decision looked at and did not mount exist, directory listings, what
-    the other files hold (the configuration, the rest of egg's code: none of it shapes what
-    bwrap does before the command is admitted), a platform's own facts."""
+    the other files hold (the configuration, egg's code: of that, what a hit has loaded by its
+    spawn is checked before then, :func:`loaded_code_changed`), a platform's own facts."""
     named = set()
     for arg in argv:
         if not arg.startswith("/"):
@@ -288,6 +298,8 @@ def lookup(args: list[str], environ: Mapping[str, str]) -> dict[str, Any] | None
                 why = f"changed since it was cached: {kind_name(fact[0])} {fact[1]}"
             elif runner_of(entry) is None:
                 why = f"its runner {entry['runner']} is not the code it was cached with"
+            elif (fact := loaded_code_changed(entry)) is not None:
+                why = f"changed since it was cached: {kind_name(fact[0])} {fact[1]}"
     except Exception as exc:
         why = f"{type(exc).__name__}: {exc}"
     if why is not None:

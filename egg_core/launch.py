@@ -288,6 +288,37 @@ def _session_markers() -> frozenset[str]:
     return SESSION_MARKERS
 
 
+def unrunnable(found: str) -> tuple[str, int] | None:
+    """Why the file ``found`` (a command found on the sandbox's PATH) cannot be run, with the
+    exit code a shell gives for it (126: not executable, 127: not found); None when it can.
+    A script's interpreter (its ``#!`` line) must exist and be executable too: the kernel's
+    exec fails on it with "No such file or directory", which the command alone would not say.
+    What this rests on is recorded for egg exec's cache (egg_core.observe): a cached launch's
+    own exec can then fail on nothing the decision saw."""
+    if not observe.access(found, os.X_OK) or observe.isdir(found):
+        return "permission denied", 126
+    observe.content(found)
+    try:
+        with open(found, "rb") as handle:
+            head = handle.read(256)
+    except OSError:
+        return None  # (the exec says why)
+    if not head.startswith(b"#!"):
+        return None
+    # as the kernel reads it: after "#!" and blanks, up to a blank or the end of the line
+    # (a carriage return is part of the name: a script saved with CRLF has no such interpreter)
+    line = head[2:].split(b"\n", 1)[0].lstrip(b" \t")
+    name = line.split(b" ", 1)[0].split(b"\t", 1)[0]
+    if not name:
+        return None
+    interpreter = os.fsdecode(name)
+    if not observe.exists(interpreter):
+        return f"bad interpreter {interpreter}: no such file", 127
+    if not observe.access(interpreter, os.X_OK) or observe.isdir(interpreter):
+        return f"bad interpreter {interpreter}: permission denied", 126
+    return None
+
+
 def find_command(
     argv0: str, env: Mapping[str, str], cwd: Path, tools: Sequence[str] = ()
 ) -> str | None:

@@ -140,7 +140,8 @@ class Prepared:
     #: as ``function(entry, env, admit)``, where the runner starts the sandbox at once, calls
     #: ``admit()`` while it sets up, and lets the command start only when it said yes
     #: (:class:`egg_core.cachedrun.Admission`; a runner that fails closed first calls
-    #: ``admit.failed_closed()``)
+    #: ``admit.failed_closed()``, one that finds the launch cannot run as cached tells
+    #: ``admit.miss(why)`` and returns None)
     recipe: dict[str, Any] | None = None
     #: when set, the spawned process's own stderr must be a pipe (what it says while setting up
     #: the sandbox: read back by :func:`egg_core.spawn.setup_errors`) and the real stderr must be

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 EGG = [sys.executable, "-P", "-m", "egg_core.cli"]
+ROOT = Path(__file__).resolve().parent.parent
 #: calls a test makes to see a hit before it gives up: on a shared host other processes change
 #: what a sandbox could see (a socket in the kernel's table, an ssh agent in /tmp) at any time,
 #: and each such change is a miss that no test controls
@@ -245,3 +247,88 @@ def test_a_removed_command_is_not_found_even_after_caching(cache_workspace):
     tool.unlink()
     result = egg_exec(work, env, "./tool.sh")
     assert result.returncode == 127 and "tool-ran" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("shebang", "code", "why"),
+    [
+        ("#!/nonexistent/interp\n", 127, "bad interpreter /nonexistent/interp: no such file"),
+        ("#!/bin/sh\r\n", 127, "bad interpreter /bin/sh\\r: no such file"),  # saved with CRLF
+        ("#!WORK/interp\n", 126, "bad interpreter WORK/interp: permission denied"),
+    ],
+    ids=["missing", "crlf", "not-executable"],
+)
+def test_a_script_whose_interpreter_cannot_run_is_refused_before_the_sandbox(
+    cache_workspace, shebang: str, code: int, why: str
+) -> None:
+    """A cached launch's command is run by bwrap itself (no shell in between to say "not
+    found"): a script the kernel cannot start is refused by egg before any sandbox, as a shell
+    would have refused it (127, 126), on every call; nothing is cached for it."""
+    work, env = cache_workspace
+    (work / "interp").write_text("not a program\n")  # (mode 644)
+    shebang, why = shebang.replace("WORK", str(work)), why.replace("WORK", str(work))
+    script = work / "s.sh"
+    script.write_text(shebang + "echo ran\n")
+    script.chmod(0o755)
+
+    runs = [egg_exec(work, env, "./s.sh") for _ in range(2)]
+
+    for result in runs:
+        assert result.returncode == code, result.stderr
+        assert f"egg: error: ./s.sh: {why}" in result.stderr.splitlines(), result.stderr
+        assert "ran" not in result.stdout
+        assert not hit(result)
+
+
+def test_a_hit_runs_when_egg_sees_the_proc_of_another_pid_namespace(cache_workspace) -> None:
+    """egg in a pid namespace of its own whose /proc is still its parent's (``unshare --pid
+    --fork`` without ``--mount-proc``): /proc/PID names other processes than egg's pids do. The
+    hold finds the sandbox's pid 1 by bwrap's own report, not through /proc, so the hit runs
+    its command (it hung, waiting on a pid 1 it never recognised); a network's listeners,
+    which need /proc, are a miss there (the full path's bridge serves), never another
+    namespace's."""
+    work, env = cache_workspace
+    inside = ["unshare", "--pid", "--fork", "--kill-child", *EGG, "exec"]
+
+    def run(*options: str) -> subprocess.CompletedProcess[str]:
+        argv = [*inside, *options, "--", "sh", "-c", "echo ran"]
+        return subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=30)
+
+    plain = [run() for _ in range(3)]
+    network = [run("--agent", "claude") for _ in range(3)]
+
+    assert [(r.returncode, r.stdout) for r in plain] == [(0, "ran\n")] * 3, plain[-1].stderr
+    assert any(hit(r) for r in plain[1:]), [r.stderr for r in plain]
+    assert [(r.returncode, r.stdout) for r in network] == [(0, "ran\n")] * 3, network[-1].stderr
+    assert "/proc is another pid namespace's" in network[-1].stderr, network[-1].stderr
+
+
+@pytest.mark.fact_check
+def test_egg_code_a_hit_loaded_is_checked_before_the_sandbox_starts(cache_workspace) -> None:
+    """The contents of egg's code are facts of every entry. The modules a hit loads run before
+    its command is admitted (the runner's own imports: the gate, the spawn): a change to one is
+    a miss before anything of it starts a sandbox — here the changed socket gate would write a
+    mark as it started one. (Run from a copy of egg, which the test changes.)"""
+    work, env = cache_workspace
+    copy = work.parent / "egg"
+    for name in ("egg_core", "plugins"):
+        shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "egg_plugins").symlink_to("plugins")
+    env = {**env, "PYTHONPATH": str(copy)}
+    command = ("sh", "-c", "echo ran")
+    egg_exec(work, env, *command)
+    cached_call(work, env, *command)
+    mark = work.parent / "spawned"
+    gate = copy / "egg_plugins" / "platforms" / "linux" / "socketgate.py"  # (as it is imported)
+    with gate.open("a") as handle:
+        handle.write(
+            "\n_spawn = Gate.spawn_filtered\n"
+            f"Gate.spawn_filtered = lambda self, s: (open({str(mark)!r}, 'w'), _spawn(self, s))[1]\n"
+        )
+
+    result = egg_exec(work, env, *command)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "ran\n"
+    assert miss_reason(result) == f"changed since it was cached: the contents of {gate}"
+    assert not mark.exists()

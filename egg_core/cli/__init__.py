@@ -37,9 +37,10 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         # command is admitted (egg_core.cachedrun.admit_run), and on a miss.
         collecting = gc.isenabled()
         gc.disable()
-        # The gate's thread answers bubblewrap's own calls while egg's main thread checks the
-        # entry: it waits for the interpreter's lock a switch interval at most (0.26 ms of a
-        # hit with the default 5 ms: bench/spawn.py)
+        # The socket gate's thread answers bubblewrap's own calls while egg's main thread checks
+        # the entry, and the sandbox's connects while it runs: it waits for the interpreter's
+        # lock a switch interval at most (a hit's median took 0.26 ms longer with the default
+        # 5 ms). A hit keeps it until it exits; a miss puts the default back.
         interval = sys.getswitchinterval()
         sys.setswitchinterval(HIT_SWITCH_INTERVAL)
         from egg_core.cachedrun import try_run

@@ -52,9 +52,9 @@ def run(ns: argparse.Namespace, ctx: Context) -> int:
 def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
     import contextlib
 
-    from egg_core import observe, rundirs, snapshot, windows
+    from egg_core import rundirs, snapshot, windows
     from egg_core.hostrun import RunGuard
-    from egg_core.launch import find_command, plan_launch
+    from egg_core.launch import find_command, plan_launch, unrunnable
     from egg_core.tools import server as toolserver
     from egg_core.tools.runner import Caller
 
@@ -77,8 +77,10 @@ def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
     if found is None:
         raise EggError(f"{command[0]}: command not found", exit_code=127)
     shim = found == command[0] and "/" not in found
-    if not shim and (not observe.access(found, os.X_OK) or observe.isdir(found)):
-        raise EggError(f"{command[0]}: permission denied", exit_code=126)
+    problem = None if shim else unrunnable(found)
+    if problem is not None:
+        why, code = problem
+        raise EggError(f"{command[0]}: {why}", exit_code=code)
     # In $EGG_HOME (hidden from every sandbox), not in /tmp: a directory the sandbox sees would
     # change under the exec cache's feet. It holds the settings snapshot, restored by the next
     # egg command if this one is killed (egg_core.rundirs).

@@ -14,9 +14,9 @@ what reached the command's stderr (a pipe of this helper's) and bwrap's own (ano
 MODE ``stand-in-bound``, ``stand-in-ended``, ``stand-in-ended-later`` or ``stand-in-unbound``
 starts, in bwrap's place, a process shaped as bwrap's are (:data:`STAND_IN`): a "pid 1" child
 that loads a filter and a "command" grandchild that loads one, then touches WORK/ran — with
-bwrap's stand-in running, or ended at once, or ended once its pid 1 loaded its filter, or with a
-pid 1 that loads no filter (so is never seen to arm anything). None of them arms a parent-death
-signal, as bwrap's do. It is released once the grandchild is held, and the gate is closed after
+bwrap's stand-in running, or ended at once, or ended once its pid 1 began to load its filter,
+or with a pid 1 that loads no filter (so is never seen to arm anything). None of them arms a
+parent-death signal, as bwrap's do. It is released once the grandchild is held, and the gate is closed after
 a while.
 """
 
@@ -53,22 +53,27 @@ def load_filter():  # prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog), as bwr
     if libc.prctl(word(22), word(2), word(ctypes.addressof(fprog)), word(0), word(0)) != 0:
         os._exit(9)
 
+status = int(sys.argv[3])  # where the stand-in says its pid 1, as bwrap's --json-status-fd
 loaded_read, loaded_write = os.pipe()
-if os.fork() == 0:  # the sandbox's pid 1
+init = os.fork()
+if init == 0:  # the sandbox's pid 1
     if os.fork() == 0:  # the command's process
         time.sleep(0.2)
         load_filter()
         open(marker, "w").close()
         os._exit(0)
+    os.write(loaded_write, b"x")  # (its loading is held until the release: said before)
     if mode != "unbound":
         load_filter()
-    os.write(loaded_write, b"x")
     os.wait()
     os._exit(0)
+os.write(status, str(init).encode())
+os.close(status)
 if mode == "ended":
     os._exit(0)
-if mode == "ended-later":  # once its pid 1 has loaded its filter
+if mode == "ended-later":  # once the gate has seen its pid 1 load its filter
     os.read(loaded_read, 1)
+    time.sleep(0.1)
     os._exit(0)
 os.wait()
 """
@@ -77,10 +82,16 @@ os.wait()
 def stand_in(mode: str, work: str) -> int:
     marker = os.path.join(work, "ran")
     gate = socketgate.Gate(gate_filter.programs(None), socketgate.Grants(), hold=True)
-    argv = [sys.executable, "-I", "-c", STAND_IN, mode.removeprefix("stand-in-"), marker]
+    status_read, status_write = os.pipe()
+    os.set_inheritable(status_write, True)
+    shape = mode.removeprefix("stand-in-")
+    argv = [sys.executable, "-I", "-c", STAND_IN, shape, marker, str(status_write)]
     pid = gate.spawn_filtered(lambda: os.posix_spawn(argv[0], argv, {}))()
-    held = _until(gate.command_held)
-    gate.release(2, 2)
+    os.close(status_write)
+    init = int(os.read(status_read, 20))
+    os.close(status_read)
+    held = _until(lambda: gate.command_held(init))
+    gate.release(2, init)
     time.sleep(0.5)
     ran_before_close = os.path.exists(marker)
     gate.close()
@@ -156,19 +167,20 @@ def main(mode: str, work: str) -> int:
     status = StatusReader(status_read)
     ran_before = False
     if mode == "early":
-        gate.release(stderr_write, 2)
+        gate.release(stderr_write, status.init_pid())
         time.sleep(0.3)  # bwrap waits for the end of --file's pipe meanwhile
         ran_before = os.path.exists(marker)
         os.close(delay_write)
     else:
         os.close(delay_write)
-        if not _until(gate.command_held):
+        init = status.init_pid()
+        if init is None or not _until(lambda: gate.command_held(init)):
             print("the command was never held", file=sys.stderr)
             return 2
         time.sleep(0.2)  # held: nothing runs however long it waits
         ran_before = os.path.exists(marker)
         if mode == "lets-go":
-            gate.release(stderr_write, 2)
+            gate.release(stderr_write, init)
         elif mode == "closed":
             gate.close()
         elif mode == "killed":

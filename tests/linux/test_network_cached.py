@@ -6,6 +6,8 @@ resolves it."""
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from tests.linux.conftest import PY, Box, until_cached
@@ -68,3 +70,19 @@ def test_a_cached_network_launch_runs_no_bridge_and_its_proxy_answers(box: Box, 
     assert first.returncode == 0, first.stderr
     assert first.json()["v4"] == "HTTP/1.1 403 Forbidden"
     assert first.json()["bridge"]
+
+
+def test_listeners_that_cannot_be_made_are_a_reason_not_a_crash() -> None:
+    """The sandbox's pid 1 gone before egg could enter its namespace: the runner says why (a
+    miss under EGG_EXEC_CACHE=debug, and the full path runs the launch), nothing is left."""
+    from egg_plugins.platforms.linux import fastnet
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    served = fastnet._Served({"domains": [], "local_ports": [], "mode": "enforce"}, [3128], [], "")
+
+    why = served.start(gone.pid)
+
+    assert why is not None and why.startswith("cannot listen in the sandbox's network: "), why
+    assert why.endswith("No such process"), why
+    assert served.child is None

@@ -105,22 +105,23 @@ class _Served:
         self.rules, self.proxy_ports, self.forwards, self.log = rules, proxy_ports, forwards, log
         self.child: Any = None
 
-    def start(self, init: int) -> bool:
+    def start(self, init: int) -> str | None:
         """Make the listeners in the network namespace of ``init`` (the sandbox's pid 1) and
-        start serving them; False when they cannot be made (nothing is served then)."""
+        start serving them; why not, when they cannot be made (nothing is served then)."""
         ports = [*self.proxy_ports, *self.forwards]
-        made = listen_inside(init, ports)
-        if made is None:
-            return False
+        try:
+            made = listen_inside(init, ports)
+        except OSError as exc:
+            return f"cannot listen in the sandbox's network: {exc.strerror or exc}"
         proxy = [fd for port, fd in made if port in self.proxy_ports]
         forwards = {port: [fd for p, fd in made if p == port] for port in self.forwards}
         try:
             self.child = netchild.start(self.rules, proxy, forwards, self.log)
-        except OSError:
+        except OSError as exc:
             for _, fd in made:
                 os.close(fd)
-            return False
-        return True
+            return f"cannot start the proxy: {exc.strerror or exc}"
+        return None
 
     def stop(self) -> None:
         if self.child is not None:
@@ -128,10 +129,10 @@ class _Served:
             self.child = None
 
 
-def listen_inside(init: int, ports: list[int]) -> list[tuple[int, int]] | None:
+def listen_inside(init: int, ports: list[int]) -> list[tuple[int, int]]:
     """Listening TCP sockets on ``127.0.0.1:PORT`` (and ``[::1]:PORT`` where the namespace has
     IPv6) for each of ``ports``, in the network namespace of the process ``init``, as
-    ``(port, descriptor)``; None when they cannot be made there.
+    ``(port, descriptor)``; OSError (saying why) when they cannot be made there.
 
     A process is forked for it: entering a user namespace takes a process of one thread, and
     what enters cannot come back (it has no capability left in egg's). It enters the user
@@ -141,13 +142,17 @@ def listen_inside(init: int, ports: list[int]) -> list[tuple[int, int]] | None:
     listener, bwrap's pipes)."""
     import _socket  # type: ignore[import-not-found,unused-ignore]
 
+    # pids are egg's numbering (bwrap's --json-status-fd): /proc must be of egg's own pid
+    # namespace, or /proc/PID is another process (a network namespace not the sandbox's)
+    if os.readlink("/proc/self") != str(os.getpid()):
+        raise OSError(0, "/proc is another pid namespace's")
     ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         pid = os.fork()
     except OSError:
         ours.close()
         theirs.close()
-        return None
+        raise
     if pid == 0:  # pragma: no cover - the forked process (the tests see what it made)
         code = 1
         try:
@@ -155,6 +160,12 @@ def listen_inside(init: int, ports: list[int]) -> list[tuple[int, int]] | None:
             _keep_only(theirs.fileno())
             _make(init, ports, theirs)
             code = 0
+        except BaseException as exc:
+            try:
+                why = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
+                theirs.sendall(b"E" + why.encode(errors="replace")[:300])
+            except BaseException:
+                pass
         finally:
             os._exit(code)
     theirs.close()
@@ -175,11 +186,18 @@ def listen_inside(init: int, ports: list[int]) -> list[tuple[int, int]] | None:
 def _make(init: int, ports: list[int], channel: Any) -> None:
     """In the forked process: enter the namespaces, listen, send the sockets on ``channel``."""
     import _socket  # type: ignore[import-not-found,unused-ignore]
+    import errno
     import fcntl
+    import select
 
     from .gate_abi import CLONE_NEWNET, CLONE_NEWUSER, NS_GET_USERNS, setns
 
+    # the namespace of the process init is now: it was alive before /proc/PID was opened, and
+    # still is after (a pid another process got in between would have had to end first)
+    alive = os.pidfd_open(init)
     net = os.open(f"/proc/{init}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    if select.select([alive], [], [], 0)[0]:
+        raise OSError(errno.ESRCH, "the sandbox's pid 1 has ended")
     owner = fcntl.ioctl(net, NS_GET_USERNS)
     setns(owner, CLONE_NEWUSER)  # every capability there: egg's user owns it
     setns(net, CLONE_NEWNET)
@@ -208,29 +226,27 @@ def _make(init: int, ports: list[int], channel: Any) -> None:
     channel.sendmsg([ports_said], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
 
 
-def _receive(channel: Any, most: int) -> list[tuple[int, int]] | None:
-    """What :func:`_make` sent: (port, descriptor) pairs; None when it sent nothing (it failed,
-    and said why on egg's stderr)."""
+def _receive(channel: Any, most: int) -> list[tuple[int, int]]:
+    """What :func:`_make` sent: (port, descriptor) pairs; OSError with its reason when it
+    failed."""
     import _socket  # type: ignore[import-not-found,unused-ignore]
 
     channel.settimeout(10)
-    try:
-        said, ancillary, _, _ = channel.recvmsg(4096, _socket.CMSG_SPACE(4 * most))
-    except OSError:
-        return None
+    said, ancillary, _, _ = channel.recvmsg(4096, _socket.CMSG_SPACE(4 * most))
     fds: list[int] = []
     for level, kind, data in ancillary:
         if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
             usable = len(data) - len(data) % 4
             fds += [int.from_bytes(data[i : i + 4], sys.byteorder) for i in range(0, usable, 4)]
     try:
-        ports = [int(port) for port in said.decode().split(",")] if said else []
+        ports = [int(port) for port in said.decode().split(",")] if said[:1] != b"E" else []
     except ValueError:
         ports = []
     if not fds or len(ports) != len(fds):
         for fd in fds:
             os.close(fd)
-        return None
+        why = said[1:].decode(errors="replace") if said[:1] == b"E" else "nothing was made"
+        raise OSError(0, why)
     for fd in fds:
         os.set_inheritable(fd, False)
     return list(zip(ports, fds, strict=True))

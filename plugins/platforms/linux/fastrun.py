@@ -51,7 +51,7 @@ def run(
     entry: dict[str, Any],
     env: dict[str, str],
     admit: Admission,
-    inside: Callable[[int], bool] | None = None,
+    inside: Callable[[int], str | None] | None = None,
 ) -> int | None:
     """The command's exit code; None when the cached launch cannot run as it was cached (a
     filter file gone from the cache), its cgroups cannot be made or ``admit`` says no: the full
@@ -66,9 +66,9 @@ def run(
     that fails closed before it can ask (a bind's source swapped, the filters refused) tells
     ``admit.failed_closed()`` before it says why.
 
-    ``inside`` (the network's runner: :mod:`.fastnet`) is given the sandbox's pid 1 once
-    ``admit`` said yes, before the command may start; when it says False the sandbox is killed
-    and the full path prepares the launch again."""
+    ``inside`` (the network's runner: :mod:`.fastnet`) is given the sandbox's pid 1 before
+    ``admit`` is asked; when it says why it could not do its part, the sandbox is killed, the
+    miss is said, and the full path prepares the launch again."""
     programs = gate_filter.read_programs(entry["gate_programs"])
     if programs is None:
         return None
@@ -90,48 +90,70 @@ def run(
             group.close()
 
 
-def _held(argv: list[str], bwrap: str) -> tuple[list[str], int] | None:
+def _held(argv: list[str], bwrap: str) -> list[str] | None:
     """``argv`` to run with its command held at bwrap's loading of the sandbox's filter
-    (:class:`.socketgate.Gate`), and the descriptor egg's stderr is given as there: the stderr
-    shim (:data:`STDERR_SHIM`) right after bwrap's ``--`` is dropped, and the command gets it
-    as its stderr; one further on (after the network's bridge, whose own errors are bwrap's
-    until then) stays, and gets it where it looks for it (:data:`COMMAND_STDERR_FD`). None when
-    there is nothing to hold the command at: no shim of egg's, no filter given to bwrap, or no
-    pid 1 of bwrap's own in the sandbox (no pid namespace, or the command run as pid 1), whose
-    filter's loading tells that the command's process is bound to bwrap's life. ``bwrap`` is
-    the word of ``argv`` that runs bwrap (a wrapper may come first)."""
+    (:class:`.socketgate.Gate`): without the stderr shim (:data:`STDERR_SHIM`) right after
+    bwrap's ``--`` (the command is given egg's stderr as it is let go). None when there is
+    nothing to hold the command at, or nothing binds it to bwrap's life once held: no shim of
+    egg's there, no filter given to bwrap, no ``--die-with-parent``, or no pid 1 of bwrap's
+    own in the sandbox (no pid namespace, or the command run as pid 1), whose filter's loading
+    tells that the command's process is bound. ``bwrap`` is the word of ``argv`` that runs
+    bwrap (a wrapper may come first)."""
     try:
         found, end = bindfds.read_options(argv, bwrap)
     except bindfds.PinFailed:
         return None
     options = {argv[index] for index in found}
-    if "--seccomp" not in options or "--as-pid-1" in options:
+    if not {"--seccomp", "--die-with-parent"} <= options or "--as-pid-1" in options:
         return None
     if "--unshare-pid" not in options and "--unshare-all" not in options:
         return None
-    if argv[end : end + 1] != ["--"]:
-        return None
     size = len(STDERR_SHIM)
-    if tuple(argv[end + 1 : end + 1 + size]) == STDERR_SHIM:
-        return [*argv[: end + 1], *argv[end + 1 + size :]], 2
-    for index in range(end + 1, len(argv) - size + 1):
-        if tuple(argv[index : index + size]) == STDERR_SHIM:
-            return argv, COMMAND_STDERR_FD
-    return None
+    if argv[end : end + 1] != ["--"] or tuple(argv[end + 1 : end + 1 + size]) != STDERR_SHIM:
+        return None
+    return [*argv[: end + 1], *argv[end + 1 + size :]]
 
 
 def _started(
-    admit: Callable[[], bool],
+    admit: Admission | Callable[[], bool],
     waiter: Callable[[], int],
     passed: tuple[int, ...],
     status: StatusReader,
+    inside: Callable[[int], str | None] | None = None,
 ) -> int | None:
     """The sandbox's pid; None when ``admit()`` said no. ``admit`` runs while the kernel loads
     bwrap and bwrap sets the sandbox up; ``waiter`` gives bwrap's pid (:class:`SpawnFailed`
     when the spawn failed: nothing started), after which the descriptors ``passed`` to it are
-    closed here. Letting the command go is the caller's, once egg passes signals on
-    (:func:`_go_then_wait`). The sandbox is killed and waited for whenever the command must not
-    start (``admit`` said no or raised; see :func:`_kill`)."""
+    closed here. With ``inside``, bwrap's pid comes first: ``inside`` is given the sandbox's
+    pid 1 (it makes the network's listeners in its namespace; a reason when it could not,
+    which ``admit.miss`` says), and ``admit`` runs after it. Letting the command go is the
+    caller's, once egg passes signals on (:func:`_go_then_wait`). The sandbox is killed and
+    waited for whenever the command must not start (``admit`` said no or raised, ``inside``
+    failed; see :func:`_kill`)."""
+    if inside is not None:
+        try:
+            pid = waiter()
+        except OSError:
+            _close(*passed)
+            return None  # nothing started, and nothing was admitted: the full path decides
+        _close(*passed)
+        try:
+            init = status.init_pid()
+            why = inside(init) if init is not None else "bwrap ended before it made a sandbox"
+            if why is not None:
+                miss = getattr(admit, "miss", None)
+                if miss is not None:
+                    miss(why)
+                allowed = False
+            else:
+                allowed = admit()
+        except BaseException:
+            _kill(pid, status)
+            raise
+        if allowed:
+            return pid
+        _kill(pid, status)
+        return None
     try:
         allowed = admit()
     except BaseException:
@@ -151,15 +173,15 @@ def _started(
     return None
 
 
-def _go_then_wait(
-    pid: int, gate: socketgate.Gate | None, stderr_at: int, status: StatusReader
-) -> int:
+def _go_then_wait(pid: int, gate: socketgate.Gate | None, status: StatusReader) -> int:
     """Let the held command go (``gate``: None when it was not held), egg's stderr given to it
-    as its descriptor ``stderr_at``; then wait for bwrap: what :func:`supervise` waits in, so
-    that egg passes a signal on to the command from the moment the command can start."""
+    as its own; then wait for bwrap: what :func:`supervise` waits in, so that egg passes a
+    signal on to the command from the moment the command can start."""
     if gate is not None:
         try:
-            gate.release(2, stderr_at)
+            init = status.init_pid()  # None: bwrap ended before it made the sandbox
+            if init is not None:
+                gate.release(2, init)
         except BaseException:
             _kill(pid, status)
             raise
@@ -243,7 +265,7 @@ def _spawn_and_supervise(
     programs: list[bytes],
     group: Running | None,
     admit: Admission,
-    inside: Callable[[int], bool] | None,
+    inside: Callable[[int], str | None] | None,
 ) -> int | None:
     inner = entry["stderr_fd"]
     # nothing the spawn passes may sit where it puts the command's stderr (unheld: see below)
@@ -276,7 +298,11 @@ def _spawn_and_supervise(
     # bwrap's own stderr is a pipe (what it says while setting up); the command's is ours
     actions = [(os.POSIX_SPAWN_DUP2, said_write, 2)]
     held = _held(argv, entry["bwrap"])
-    stderr_at = 2
+    if held is None and inside is not None:  # its listeners must be there before the command
+        for fd in (seccomp_fd, status_read, status_write, said_read, said_write, *bound):
+            os.close(fd)
+        admit.miss("the network's listeners need the command held, and nothing holds it")
+        return None
     if held is None:  # nothing to hold the command at: all is checked first, then it starts
         if not admit():
             for fd in (seccomp_fd, status_read, status_write, said_read, said_write, *bound):
@@ -284,7 +310,7 @@ def _spawn_and_supervise(
             return None
         actions.insert(0, (os.POSIX_SPAWN_DUP2, 2, inner))  # the shim puts it back at 2
     else:
-        argv, stderr_at = held
+        argv = held
     if group is not None:
         argv = group.prefix() + argv
     grants = socketgate.Grants.from_json(entry["gate_grants"])
@@ -323,27 +349,24 @@ def _spawn_and_supervise(
 
         status = StatusReader(status_read)
         try:
-            pid = _started(admit if held is not None else _yes, waiter, passed, status)
+            pid = _started(admit if held is not None else _yes, waiter, passed, status, inside)
         except SpawnFailed as exc:  # (admitted: the hit was said)
             return _cannot_start(f"cannot start the sandbox: {_reason(exc.error)}", said_read)
         if pid is None:
             setup_errors(said_read)
             return None  # bwrap killed before the command could start: the full path decides
-        if inside is not None:
-            init = status.init_pid()
-            if init is None or not inside(init):
-                _kill(pid, status)
-                setup_errors(said_read)
-                return None  # (nothing of the command ran either)
         if group is not None:
             group.started()
         returncode = supervise(
             pid,
-            lambda: _go_then_wait(pid, gate if held is not None else None, stderr_at, status),
+            lambda: _go_then_wait(pid, gate if held is not None else None, status),
             tty=entry["tty"],
             command_pid=status.child_pid,
         )
         said = setup_errors(said_read)
+        if held is not None and not said.strip() and status.exit_code(returncode) is None:
+            # let go, then failed: its exec (bwrap said why on the stderr it was given)
+            said = f"{argv[0]} could not run the command (its reason is on the line above)"
         if status.exit_code(returncode) is None and masks:
             from . import vanishing
 

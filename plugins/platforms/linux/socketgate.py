@@ -178,13 +178,15 @@ class Gate:
         self._diag: bool | None = None  # see _by_name
         self.error: str | None = None
         self._workers = Workers()
-        # the hold (see the class): every filter's loading but pid 1's is held until release()
-        # gave what the command is to be given (_go: stderr, at) and the sandbox's pid 1 (_init:
-        # bwrap's child, seen as such) has armed its parent-death signal; _sandbox: bwrap's pid
+        # the hold (see the class): every filter's loading is held, with whether bwrap ran when
+        # it came, until release() said what the command is to be given (_go: stderr) and
+        # which process is the sandbox's pid 1 (_init), and pid 1's own loading came while bwrap
+        # ran (_armed: it had armed its parent-death signal); _sandbox: bwrap's pid
         self._holding = hold
-        self._held: list[Notification] = []
+        self._held: list[tuple[Notification, bool]] = []
         self._init: int | None = None
-        self._go: tuple[int, int] | None = None
+        self._armed = False
+        self._go: int | None = None
         self._sandbox: int | None = None
 
     @property
@@ -371,6 +373,7 @@ class Gate:
     def _serve(self) -> None:
         listener = self.listener
         assert listener is not None
+        import _socket  # noqa: F401  (now, before the sandbox's first call: see the module's imports)
         import select
 
         poller = select.poll()
@@ -426,70 +429,83 @@ class Gate:
             # whatever a process adds to its filters only takes from what it may do
             abi.respond(listener, call.id, cont=True)
             return
-        sandbox = self._sandbox
-        if sandbox is not None and _parent_waiting(listener, call) == sandbox:
-            # the sandbox's pid 1 (bwrap's child), which armed --die-with-parent just before,
-            # bwrap running: from now on the sandbox ends with bwrap
-            with self._lock:
-                self._init = call.pid
-            abi.respond(listener, call.id, cont=True)
-        else:
-            with self._lock:
-                self._held.append(call)
+        running = self._bwrap_runs()
+        with self._lock:
+            self._held.append((call, running))
         self._go_when_ready(listener)
 
-    def release(self, stderr: int, at: int = 2) -> None:
+    def release(self, stderr: int, init: int) -> None:
         """Let the sandbox's command start, now if bwrap holds it already, else as soon as it
         does (the gate's thread lets it go then, without waiting for egg's): the process that
-        is to run it gets egg's descriptor ``stderr`` as its descriptor ``at`` (its standard
-        error, or where egg's shim takes it from: bwrap's own set-up errors went to a pipe of
-        egg's until then), and from then on a filter's loading goes on at once.
+        is to run it gets egg's descriptor ``stderr`` as its standard error (bwrap's own set-up
+        errors went to a pipe of egg's until then), and from then on a filter's loading goes on
+        at once.
 
-        The command's process is the child of the sandbox's pid 1, and pid 1 is bwrap's child,
-        seen so when it loaded its own filter — after it armed its parent-death signal, bwrap
-        running. Until then nothing goes: a bwrap that ended before (a signal egg passed on to
-        it while it set up) may have left a pid 1 that is bound to nothing, whose command would
-        run on its own. It goes only while bwrap runs, and with the descriptor it is to have:
-        otherwise it is refused, and bwrap ends there. Any other filter's loading held so far
-        (there is none from bwrap) is refused then."""
+        ``init`` is the sandbox's pid 1 as bwrap reported it (``--json-status-fd``'s
+        ``child-pid``: the same numbering as the calls', whatever ``/proc`` egg sees). Nothing
+        goes until its own filter's loading came while bwrap ran: bwrap's pid 1 arms its
+        parent-death signal just before, so from then on the sandbox ends with bwrap, and a
+        bwrap that ended before (a signal egg passed on to it while it set up) may have left a
+        pid 1 that is bound to nothing, whose command would run on its own. The command's
+        process is the one other process that loads a filter then (bwrap's forks before it runs
+        nothing else); it goes only while bwrap runs, and with the descriptor it is to have —
+        otherwise it is refused, and bwrap ends there."""
         listener = self.listener
         if listener is None:
             return
         with self._lock:
-            self._go = (stderr, at)
+            self._go, self._init = stderr, init
         self._go_when_ready(listener)
 
-    def command_held(self) -> bool:
-        """Whether a process of the sandbox other than its pid 1 is held (before the release:
-        bwrap's, that is to run the command; see :meth:`release`)."""
+    def command_held(self, init: int) -> bool:
+        """Whether a process of the sandbox other than its pid 1 (``init``) is held at its
+        filter's loading, not yet let go: before the release, bwrap's process that is to run
+        the command (see :meth:`release`)."""
         with self._lock:
-            return self._holding and bool(self._held)
+            return self._holding and any(call.pid != init for call, _ in self._held)
 
     def _go_when_ready(self, listener: int) -> None:
         with self._lock:
-            init, go, held = self._init, self._go, self._held
+            init, go = self._init, self._go
             if init is None or go is None:
                 return
-            commands = [call for call in held if _parent_waiting(listener, call) == init]
-            if not commands:
-                return
-            self._held, self._holding = [], False
-        stderr, at = go
-        for call in held:
+            for call, running in self._held:
+                if call.pid == init and running:
+                    self._armed = True
+            pid_1 = [call for call, _ in self._held if call.pid == init]
+            others = [call for call, _ in self._held if call.pid != init]
+            going = bool(self._armed and others)
+            if going:
+                self._held, self._holding = [], False
+            elif self._armed:
+                self._held = [(call, running) for call, running in self._held if call not in pid_1]
+            else:
+                pid_1 = []
+        for call in pid_1:  # (armed: it goes on to wait for the command)
+            _respond(listener, call.id)
+        if not going:
+            return
+        for index, call in enumerate(others):
+            if index or not self._bwrap_runs():
+                _respond(listener, call.id, errno.EPERM)
+                continue
             try:
-                if call is not commands[0]:
-                    raise OSError(errno.EPERM, "not the command's process")
-                sandbox = self._sandbox
-                running = os.WEXITED | os.WNOHANG | os.WNOWAIT
-                if sandbox is None or os.waitid(os.P_PID, sandbox, running) is not None:
-                    raise OSError(errno.ESRCH, "bwrap has ended")
-                abi.add_fd(listener, call.id, stderr, at)
-                abi.respond(listener, call.id, cont=True)
+                abi.add_fd(listener, call.id, go, 2)
             except OSError:
-                try:  # never without bwrap, nor without the descriptor it was to have
-                    abi.respond(listener, call.id, error=errno.EPERM)
-                except OSError:
-                    pass
+                _respond(listener, call.id, errno.EPERM)  # never without what it was to have
+                continue
+            _respond(listener, call.id)
+
+    def _bwrap_runs(self) -> bool:
+        """Whether the process spawn_filtered started has not ended (egg has not waited for
+        it: its pid is still its own)."""
+        sandbox = self._sandbox
+        if sandbox is None:
+            return False
+        try:
+            return os.waitid(os.P_PID, sandbox, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+        except OSError:
+            return False
 
     # -- bind: let it through, remember the socket
 
@@ -742,13 +758,16 @@ class Workers:
                 self._idle += 1
 
 
-def _parent_waiting(listener: int, call: Notification) -> int | None:
-    """The parent of the process whose ``call`` waits; None when it is gone. (Its pid names it
-    only while its call waits: looked at again after the parent was read.)"""
-    from .status import parent_of
-
-    parent = parent_of(call.pid)
-    return parent if parent is not None and abi.still_waiting(listener, call.id) else None
+def _respond(listener: int, ident: int, error: int = 0) -> None:
+    """Answer a held call: let it go on, or fail it with ``error``; a call whose caller is gone
+    needs no answer."""
+    try:
+        if error:
+            abi.respond(listener, ident, error=error)
+        else:
+            abi.respond(listener, ident, cont=True)
+    except OSError:
+        pass
 
 
 def _take_socket(tid: int, fd: int) -> int:
