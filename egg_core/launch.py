@@ -288,15 +288,16 @@ def _session_markers() -> frozenset[str]:
     return SESSION_MARKERS
 
 
-def unrunnable(found: str) -> tuple[str, int] | None:
-    """Why the file ``found`` (a command found on the sandbox's PATH) cannot be run, with the
-    exit code a shell gives for it (126: not executable, 127: not found); None when it can.
+def unrunnable(found: str) -> tuple[str, bool] | None:
+    """Why the file ``found`` (a command found on the sandbox's PATH) cannot be run, and
+    whether a shell would call it not found (exit 127) rather than not executable (126); None
+    when it can.
     A script's interpreter (its ``#!`` line) must exist and be executable too: the kernel's
     exec fails on it with "No such file or directory", which the command alone would not say.
     What this rests on is recorded for egg exec's cache (egg_core.observe): a cached launch's
     own exec can then fail on nothing the decision saw."""
     if not observe.access(found, os.X_OK) or observe.isdir(found):
-        return "permission denied", 126
+        return "permission denied", False
     observe.content(found)
     try:
         with open(found, "rb") as handle:
@@ -313,9 +314,9 @@ def unrunnable(found: str) -> tuple[str, int] | None:
         return None
     interpreter = os.fsdecode(name)
     if not observe.exists(interpreter):
-        return f"bad interpreter {interpreter}: no such file", 127
+        return f"bad interpreter {interpreter}: no such file", True
     if not observe.access(interpreter, os.X_OK) or observe.isdir(interpreter):
-        return f"bad interpreter {interpreter}: permission denied", 126
+        return f"bad interpreter {interpreter}: permission denied", False
     return None
 
 

@@ -314,7 +314,8 @@ def test_egg_code_a_hit_loaded_is_checked_before_the_sandbox_starts(cache_worksp
     for name in ("egg_core", "plugins"):
         shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
     (copy / "egg_plugins").symlink_to("plugins")
-    env = {**env, "PYTHONPATH": str(copy)}
+    # (first on the path: the mutation tier's own, test_cache_mutation, after it)
+    env = {**env, "PYTHONPATH": ":".join(filter(None, [str(copy), env.get("PYTHONPATH")]))}
     command = ("sh", "-c", "echo ran")
     egg_exec(work, env, *command)
     cached_call(work, env, *command)

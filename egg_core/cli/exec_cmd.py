@@ -79,8 +79,10 @@ def _run(ns: argparse.Namespace, ctx: Context, command: list[str]) -> int:
     shim = found == command[0] and "/" not in found
     problem = None if shim else unrunnable(found)
     if problem is not None:
-        why, code = problem
-        raise EggError(f"{command[0]}: {why}", exit_code=code)
+        why, missing = problem
+        if missing:
+            raise EggError(f"{command[0]}: {why}", exit_code=127)
+        raise EggError(f"{command[0]}: {why}", exit_code=126)
     # In $EGG_HOME (hidden from every sandbox), not in /tmp: a directory the sandbox sees would
     # change under the exec cache's feet. It holds the settings snapshot, restored by the next
     # egg command if this one is killed (egg_core.rundirs).
