@@ -69,13 +69,6 @@ def base_key(args: list[str], cwd: str) -> str:
     """The key without the environment: names the index of the variables to add to it."""
     from egg_core import __version__
 
-    installed = []
-    for entry in sys.path:
-        try:
-            st = os.stat(entry or ".")
-        except OSError:
-            continue
-        installed.append((entry, st.st_mtime_ns, st.st_ino))
     material = (
         FORMAT,
         __version__,
@@ -85,9 +78,28 @@ def base_key(args: list[str], cwd: str) -> str:
         os.getuid(),
         os.getgid(),
         sorted(os.getgroups()),
-        installed,
+        installed(),
     )
     return sha256_hex(marshal.dumps(repr(material)))
+
+
+_installed: list[tuple[str, int, int]] | None = None
+
+
+def installed() -> list[tuple[str, int, int]]:
+    """What is installed where this interpreter imports from: each ``sys.path`` directory with
+    its modification time and inode (installing anything changes them), looked at once."""
+    global _installed
+    if _installed is None:
+        found = []
+        for entry in sys.path:
+            try:
+                st = os.stat(entry or ".")
+            except OSError:
+                continue
+            found.append((entry, st.st_mtime_ns, st.st_ino))
+        _installed = found
+    return list(_installed)
 
 
 def env_digest(environ: Mapping[str, str], names: Iterable[str], listed: bool) -> dict[str, str]:
@@ -169,10 +181,10 @@ def _private(st: os.stat_result) -> bool:
     return st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
-def _load_private(path: str) -> Any:
+def load_private(path: str, data_format: int = FORMAT) -> Any:
     """The marshalled data at ``path``, if it and every directory up to ``$EGG_HOME`` are this
     user's own and nobody else's to write (another user's ``EGG_HOME`` could otherwise hand us a
-    recipe); None otherwise."""
+    recipe), and it says it is of ``data_format``; None otherwise."""
     directory = os.path.dirname(path)
     # cache/exec and cache are egg's own (never a link); $EGG_HOME may be the user's symlink
     # to their own directory: what it leads to is judged
@@ -201,15 +213,15 @@ def _load_private(path: str) -> Any:
         return None
     finally:
         os.close(fd)
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+    if not isinstance(data, dict) or data.get("format") != data_format:
         return None
     return data
 
 
 def load(path: str) -> dict[str, Any] | None:
-    """The entry at ``path`` (see :func:`_load_private`), if it names its runner and the file
+    """The entry at ``path`` (see :func:`load_private`), if it names its runner and the file
     that runner was recorded from (:func:`runner_of` admits it)."""
-    entry = _load_private(path)
+    entry = load_private(path)
     if entry is None or not isinstance(entry.get("runner"), str):
         return None
     if not isinstance(entry.get("runner_file"), str):
@@ -282,7 +294,7 @@ def lookup(args: list[str], environ: Mapping[str, str]) -> dict[str, Any] | None
     try:
         directory = cache_dir(environ)
         base = base_key(args, os.getcwd())
-        index = _load_private(os.path.join(directory, base + ".env"))
+        index = load_private(os.path.join(directory, base + ".env"))
         if index is None:
             why = "no entry for these arguments and directory"
         else:

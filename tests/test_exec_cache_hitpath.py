@@ -39,6 +39,7 @@ PLAIN_HIT = {
     "egg_core.cli",  # main(): offers exec to the cache
     "egg_core.execcache",  # the key, the entry
     "egg_core.cachedrun",  # the run: admission, launch directory, window
+    "egg_core.hitcode",  # the rest of a hit's code, from one file of the cache
     "egg_core.facts",  # the entry's facts checked again
     "egg_core.seeds",  # placeholder facts
     "egg_core.rundirs",  # $EGG_HOME, the launch directory, crashed launches

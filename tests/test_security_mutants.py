@@ -246,6 +246,23 @@ MUTANTS: list[Mutant] = [
         ),
     ),
     Mutant(
+        "a hit's code is served from a file another user could write",
+        "egg_core/hitcode.py",
+        "data = execcache.load_private(path, FORMAT)",
+        'data = marshal.loads(open(path, "rb").read())',
+        (
+            "tests/test_hitcode.py::"
+            "test_a_file_that_is_not_the_users_own_or_not_one_is_never_served[group-writable]",
+        ),
+    ),
+    Mutant(
+        "a hit's code is served though its source changed",
+        "egg_core/hitcode.py",
+        "        if fingerprint(item[0]) != item[2]:",
+        "        if False:",
+        ("tests/test_hitcode.py::test_a_changed_source_leaves_the_whole_file_unused",),
+    ),
+    Mutant(
         "the thread a cached sandbox was started from ends at once (its parent, to the kernel)",
         "plugins/platforms/linux/socketgate.py",
         """            self._spawner.acquire()

@@ -43,9 +43,17 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         # 5 ms). A hit keeps it until it exits; a miss puts the default back.
         interval = sys.getswitchinterval()
         sys.setswitchinterval(HIT_SWITCH_INTERVAL)
+        from egg_core import hitcode
+
+        # what a hit imports from here on comes from one file of its cache (egg_core.hitcode)
+        served = hitcode.install(env) if env.get("EGG_EXEC_CACHE") != "0" else None
         from egg_core.cachedrun import try_run
 
         code = try_run(args, env)
+        if served is not None:
+            if code is not None:
+                hitcode.record(served)
+            hitcode.uninstall(served)
         if code is not None and argv is None:
             _exit_now(code)
         sys.setswitchinterval(interval)
