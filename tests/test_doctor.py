@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.helpers import write_dist
 
 
@@ -142,3 +144,49 @@ def test_doctor_runs_an_unavailable_platforms_checks_when_it_says_they_explain(t
     assert [c["name"] for c in by_name["explains"]["checks"]] == ["what is missing"]
     assert by_name["elsewhere"]["checks"] == []
     assert by_name["linux-ns"]["checks"]  # (available here: run either way)
+
+
+#: the console script pip before 25.0 writes, and the one it writes since
+OLD_LAUNCHER = """#!{python}
+# -*- coding: utf-8 -*-
+import re
+import sys
+from egg_core.cli import main
+if __name__ == '__main__':
+    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])
+    sys.exit(main())
+"""
+NEW_LAUNCHER = """#!{python}
+import sys
+from egg_core.cli import main
+if __name__ == '__main__':
+    sys.argv[0] = sys.argv[0].removesuffix('.exe')
+    sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize(("template", "slow"), [(OLD_LAUNCHER, True), (NEW_LAUNCHER, False)])
+def test_doctor_says_when_the_egg_script_slows_every_command_down(
+    tmp_path, template: str, slow: bool
+) -> None:
+    """A launcher from pip < 25.0 imports ``re`` before egg's first line: 3-4 ms of every call,
+    which egg cannot win back. doctor says so, and what to do."""
+    launcher = tmp_path / "egg"
+    launcher.write_text(template.format(python=sys.executable))
+    launcher.chmod(0o755)
+    env = {**os.environ, "EGG_HOME": str(tmp_path / "home")}
+
+    data = json.loads(
+        subprocess.run(
+            [str(launcher), "doctor", "--json"], env=env, capture_output=True, text=True, check=True
+        ).stdout
+    )
+    text = subprocess.run([str(launcher), "doctor"], env=env, capture_output=True, text=True)
+
+    if slow:
+        assert data["launcher"].startswith(f"{launcher} imports re before egg starts")
+        assert "upgrade pip and reinstall egg" in data["launcher"]
+        assert f"note {launcher} imports re" in text.stdout
+    else:
+        assert data["launcher"] is None
+        assert "imports re" not in text.stdout
