@@ -239,10 +239,27 @@ def runner_of(entry: Mapping[str, Any]) -> Any:
 
 
 def _write(directory: str, name: str, data: dict[str, Any]) -> None:
-    tmp = os.path.join(directory, f".{name}.{os.getpid()}")
-    with open(tmp, "wb") as handle:
-        marshal.dump({**data, "format": FORMAT}, handle)
-    os.replace(tmp, os.path.join(directory, name))
+    write_private(os.path.join(directory, name), {**data, "format": FORMAT})
+
+
+def write_private(path: str, data: Any) -> None:
+    """``data`` marshalled into ``path``, this user's alone (0600, whatever the umask: a file
+    another could write is one :func:`load_private` refuses), whole or not at all."""
+    tmp = f"{os.path.dirname(path)}/.{os.path.basename(path)}.{os.getpid()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # (a leftover of an earlier egg with this pid may be another mode)
+        with os.fdopen(fd, "wb", closefd=False) as handle:
+            marshal.dump(data, handle)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    finally:
+        os.close(fd)
 
 
 def store(

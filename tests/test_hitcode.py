@@ -66,7 +66,8 @@ def test_a_hit_imports_what_the_last_one_recorded_from_the_file(package) -> None
 
     assert set(served.modules) >= {"hitpkg", "hitpkg.leaf"}
     assert hitpkg.leaf.VALUE == 1
-    assert hitpkg.leaf.__loader__ is served
+    assert isinstance(hitpkg.leaf.__loader__, hitcode._Loader)
+    assert hitpkg.leaf.__loader__.served is served
     assert hitpkg.leaf.__file__ == str(root / "hitpkg" / "leaf.py")
     assert hitpkg.leaf.__spec__.origin == str(root / "hitpkg" / "leaf.py")
     assert hitpkg.__path__ == [str(root / "hitpkg")]
@@ -82,8 +83,8 @@ def test_a_changed_source_leaves_the_whole_file_unused(package) -> None:
 
     assert served.modules == {}
     assert hitpkg.leaf.VALUE == 2
-    assert not isinstance(hitpkg.leaf.__loader__, hitcode.Served)
-    assert not isinstance(sys.modules["hitpkg"].__loader__, hitcode.Served)
+    assert not isinstance(hitpkg.leaf.__loader__, hitcode._Loader)
+    assert not isinstance(sys.modules["hitpkg"].__loader__, hitcode._Loader)
 
 
 @pytest.mark.parametrize("how", ["group-writable", "another-owner", "garbage"])
@@ -103,7 +104,75 @@ def test_a_file_that_is_not_the_users_own_or_not_one_is_never_served(package, ho
     import hitpkg.leaf
 
     assert served.modules == {}
-    assert not isinstance(hitpkg.leaf.__loader__, hitcode.Served)
+    assert not isinstance(hitpkg.leaf.__loader__, hitcode._Loader)
+
+
+def test_a_module_added_where_one_was_found_leaves_the_file_unused(package) -> None:
+    """A package ``hitpkg/leaf/`` beside ``hitpkg/leaf.py`` takes its name (the import system
+    prefers the package): the directory changed, so nothing is served from the file."""
+    root, env = package
+    first_hit(env)
+    (root / "hitpkg" / "leaf").mkdir()
+    (root / "hitpkg" / "leaf" / "__init__.py").write_text("VALUE = 'the package'\n")
+
+    served = hitcode.install(env)
+    import hitpkg.leaf
+
+    assert served.modules == {}
+    assert hitpkg.leaf.VALUE == "the package"
+
+
+def test_a_file_that_lies_about_a_module_serves_its_source_and_is_written_again(package) -> None:
+    """A module whose code in the file cannot be read (a truncated file that still unmarshals)
+    is loaded from its source, as usual; the hit writes the file afresh."""
+    root, env = package
+    first_hit(env)
+    path = hitcode.path_of(env["EGG_HOME"])
+    data = execcache.load_private(path, hitcode.FORMAT)
+    origin, package_, print_, code = data["modules"]["hitpkg.leaf"]
+    data["modules"]["hitpkg.leaf"] = (origin, package_, print_, code[: len(code) // 2])
+    execcache.write_private(path, data)
+
+    served = hitcode.install(env)
+    import hitpkg.leaf
+
+    assert hitpkg.leaf.VALUE == 1
+    assert served.broken
+    hitcode.record(served)
+    hitcode.uninstall(served)
+    forget()
+    again = hitcode.install(env)
+    import hitpkg.leaf
+
+    assert not again.broken
+    assert isinstance(hitpkg.leaf.__loader__, hitcode._Loader)
+    assert hitpkg.leaf.VALUE == 1
+
+
+def test_a_served_package_has_its_resources(package) -> None:
+    root, env = package
+    (root / "hitpkg" / "data.txt").write_text("bytes of the package\n")
+    first_hit(env)
+    hitcode.install(env)
+    import importlib.resources
+
+    import hitpkg
+
+    assert isinstance(hitpkg.__loader__, hitcode._Loader)
+    assert (importlib.resources.files("hitpkg") / "data.txt").read_text() == (
+        "bytes of the package\n"
+    )
+
+
+def test_each_optimization_level_has_a_file_of_its_own(package) -> None:
+    _, env = package
+    where = "from egg_core import hitcode; print(hitcode.path_of('/home'))"
+    plain, optimized = (
+        subprocess.run([sys.executable, *flags, "-c", where], capture_output=True, text=True)
+        for flags in ([], ["-O"])
+    )
+    assert plain.stdout != optimized.stdout
+    assert plain.stdout.startswith("/home/cache/hitcode/")
 
 
 def test_another_installation_has_a_file_of_its_own(package, tmp_path: Path) -> None:
@@ -137,5 +206,5 @@ def test_egg_exec_hits_import_the_runner_from_the_file(cache_workspace) -> None:
 
     assert all(hit(r) for r in results), [r.stderr for r in results]
     code, fastrun_loader, gate_loader, origin = results[-1].stdout.split()
-    assert (code, fastrun_loader, gate_loader) == ("0", "Served", "Served")
+    assert (code, fastrun_loader, gate_loader) == ("0", "_Loader", "_Loader")
     assert origin.endswith("/platforms/linux/fastrun.py")

@@ -6,6 +6,7 @@ resolves it."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 import pytest
@@ -81,7 +82,7 @@ def test_listeners_that_cannot_be_made_are_a_reason_not_a_crash() -> None:
     gone.wait()
     served = fastnet._Served({"domains": [], "local_ports": [], "mode": "enforce"}, [3128], [], "")
 
-    why = served.start(gone.pid)
+    why = served.start(gone.pid, os.getpid())
 
     assert why is not None and why.startswith("cannot listen in the sandbox's network: "), why
     assert why.endswith("No such process"), why

@@ -284,3 +284,56 @@ def test_a_command_goes_only_with_a_pid_1_bound_to_a_running_bwrap(
     report = hold(identity, work, f"stand-in-{shape}")
 
     assert report == {"held": True, "ran_before_close": runs, "ran": runs}
+
+
+def test_a_held_launch_whose_bwrap_names_no_pid_1_is_ended_not_waited_on() -> None:
+    """bwrap says which process is the sandbox's pid 1 before it lets it set anything up; when
+    it has said nothing (ended, or not within the time allowed), nothing is let go, and egg
+    ends the sandbox instead of waiting for a command that can never start."""
+    from egg_plugins.platforms.linux import fastrun
+
+    class Silent:
+        def init_pid(self, timeout: float = 5.0) -> None:
+            return None
+
+    stand_in = subprocess.Popen(["sleep", "60"])
+    started = time.monotonic()
+
+    code = fastrun._go_then_wait(stand_in.pid, object(), Silent())  # type: ignore[arg-type]
+
+    assert code == -signal.SIGKILL
+    assert time.monotonic() - started < 5
+
+
+def test_bwraps_word_on_pid_1_is_read_even_when_it_came_after_the_time_allowed() -> None:
+    from egg_plugins.platforms.linux.status import StatusReader
+
+    read, write = os.pipe()
+    os.write(write, b'{ "child-pid": 4242 }\n')
+    status = StatusReader(read)
+    try:
+        assert status.init_pid(timeout=0) == 4242
+    finally:
+        status.close()
+        os.close(write)
+
+
+def test_pids_are_not_looked_up_in_a_proc_of_another_pid_namespace() -> None:
+    """egg's pids (bwrap's report, its children) name other processes in the /proc of another
+    pid namespace: there egg looks nothing up by pid (a signal it passes on goes to bwrap, not
+    to whatever process /proc/PID is), and says it cannot make a network's listeners."""
+    probe = (
+        "from egg_plugins.platforms.linux.status import proc_is_ours, parent_of, init_child\n"
+        "import os\n"
+        "print(proc_is_ours(), parent_of(os.getpid()), init_child(1, attempts=1))\n"
+    )
+    inside = subprocess.run(
+        ["unshare", "--pid", "--fork", "--kill-child", sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    here = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+
+    assert inside.stdout.split() == ["False", "None", "None"], inside.stderr
+    assert here.stdout.split()[0] == "True", here.stderr

@@ -105,12 +105,13 @@ class _Served:
         self.rules, self.proxy_ports, self.forwards, self.log = rules, proxy_ports, forwards, log
         self.child: Any = None
 
-    def start(self, init: int) -> str | None:
-        """Make the listeners in the network namespace of ``init`` (the sandbox's pid 1) and
-        start serving them; why not, when they cannot be made (nothing is served then)."""
+    def start(self, init: int, bwrap: int) -> str | None:
+        """Make the listeners in the network namespace of ``init`` (the sandbox's pid 1, child
+        of ``bwrap``) and start serving them; why not, when they cannot be made (nothing is
+        served then)."""
         ports = [*self.proxy_ports, *self.forwards]
         try:
-            made = listen_inside(init, ports)
+            made = listen_inside(init, ports, bwrap)
         except OSError as exc:
             return f"cannot listen in the sandbox's network: {exc.strerror or exc}"
         proxy = [fd for port, fd in made if port in self.proxy_ports]
@@ -129,10 +130,10 @@ class _Served:
             self.child = None
 
 
-def listen_inside(init: int, ports: list[int]) -> list[tuple[int, int]]:
+def listen_inside(init: int, ports: list[int], bwrap: int) -> list[tuple[int, int]]:
     """Listening TCP sockets on ``127.0.0.1:PORT`` (and ``[::1]:PORT`` where the namespace has
-    IPv6) for each of ``ports``, in the network namespace of the process ``init``, as
-    ``(port, descriptor)``; OSError (saying why) when they cannot be made there.
+    IPv6) for each of ``ports``, in the network namespace of the process ``init`` (a child of
+    ``bwrap``), as ``(port, descriptor)``; OSError (saying why) when they cannot be made there.
 
     A process is forked for it: entering a user namespace takes a process of one thread, and
     what enters cannot come back (it has no capability left in egg's). It enters the user
@@ -158,7 +159,7 @@ def listen_inside(init: int, ports: list[int]) -> list[tuple[int, int]]:
         try:
             ours.close()
             _keep_only(theirs.fileno())
-            _make(init, ports, theirs)
+            _make(init, ports, theirs, bwrap)
             code = 0
         except BaseException as exc:
             try:
@@ -183,7 +184,7 @@ def listen_inside(init: int, ports: list[int]) -> list[tuple[int, int]]:
                 break
 
 
-def _make(init: int, ports: list[int], channel: Any) -> None:
+def _make(init: int, ports: list[int], channel: Any, bwrap: int) -> None:
     """In the forked process: enter the namespaces, listen, send the sockets on ``channel``."""
     import _socket  # type: ignore[import-not-found,unused-ignore]
     import errno
@@ -191,10 +192,13 @@ def _make(init: int, ports: list[int], channel: Any) -> None:
     import select
 
     from .gate_abi import CLONE_NEWNET, CLONE_NEWUSER, NS_GET_USERNS, setns
+    from .status import parent_of
 
-    # the namespace of the process init is now: it was alive before /proc/PID was opened, and
-    # still is after (a pid another process got in between would have had to end first)
+    # the namespace of the process init is now: bwrap's child, alive before /proc/PID was
+    # opened and still after (a pid another process got in between would have had to end)
     alive = os.pidfd_open(init)
+    if parent_of(init) != bwrap:
+        raise OSError(errno.ESRCH, "the sandbox's pid 1 is not bwrap's")
     net = os.open(f"/proc/{init}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
     if select.select([alive], [], [], 0)[0]:
         raise OSError(errno.ESRCH, "the sandbox's pid 1 has ended")

@@ -18,6 +18,7 @@ from egg_core.api.fast import (
 )
 
 from . import bindfds, gate_filter, placeholders, socketgate
+from .status import StatusReader
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # importing typing costs milliseconds on the fast path
@@ -27,7 +28,6 @@ if TYPE_CHECKING:  # importing typing costs milliseconds on the fast path
     from egg_core.api.fast import Admission
 
     from .cgrouprun import Running
-    from .status import StatusReader
 
 SECCOMP_FD = "\0seccomp-fd"
 STATUS_FD = "\0status-fd"
@@ -51,7 +51,7 @@ def run(
     entry: dict[str, Any],
     env: dict[str, str],
     admit: Admission,
-    inside: Callable[[int], str | None] | None = None,
+    inside: Callable[[int, int], str | None] | None = None,
 ) -> int | None:
     """The command's exit code; None when the cached launch cannot run as it was cached (a
     filter file gone from the cache), its cgroups cannot be made or ``admit`` says no: the full
@@ -66,8 +66,8 @@ def run(
     that fails closed before it can ask (a bind's source swapped, the filters refused) tells
     ``admit.failed_closed()`` before it says why.
 
-    ``inside`` (the network's runner: :mod:`.fastnet`) is given the sandbox's pid 1 before
-    ``admit`` is asked; when it says why it could not do its part, the sandbox is killed, the
+    ``inside`` (the network's runner: :mod:`.fastnet`) is given the sandbox's pid 1 and bwrap's
+    before ``admit`` is asked; when it says why it could not do its part, the sandbox is killed, the
     miss is said, and the full path prepares the launch again."""
     programs = gate_filter.read_programs(entry["gate_programs"])
     if programs is None:
@@ -119,17 +119,17 @@ def _started(
     waiter: Callable[[], int],
     passed: tuple[int, ...],
     status: StatusReader,
-    inside: Callable[[int], str | None] | None = None,
+    inside: Callable[[int, int], str | None] | None = None,
 ) -> int | None:
     """The sandbox's pid; None when ``admit()`` said no. ``admit`` runs while the kernel loads
     bwrap and bwrap sets the sandbox up; ``waiter`` gives bwrap's pid (:class:`SpawnFailed`
     when the spawn failed: nothing started), after which the descriptors ``passed`` to it are
     closed here. With ``inside``, bwrap's pid comes first: ``inside`` is given the sandbox's
-    pid 1 (it makes the network's listeners in its namespace; a reason when it could not,
-    which ``admit.miss`` says), and ``admit`` runs after it. Letting the command go is the
-    caller's, once egg passes signals on (:func:`_go_then_wait`). The sandbox is killed and
-    waited for whenever the command must not start (``admit`` said no or raised, ``inside``
-    failed; see :func:`_kill`)."""
+    pid 1 and bwrap's (it makes the network's listeners in its namespace; a reason when it
+    could not, which ``admit.miss`` says), and ``admit`` runs after it. Letting the command go
+    is the caller's, once egg passes signals on (:func:`_go_then_wait`). The sandbox is killed
+    and waited for whenever the command must not start (``admit`` said no or raised,
+    ``inside`` failed; see :func:`_kill`)."""
     if inside is not None:
         try:
             pid = waiter()
@@ -139,7 +139,7 @@ def _started(
         _close(*passed)
         try:
             init = status.init_pid()
-            why = inside(init) if init is not None else "bwrap ended before it made a sandbox"
+            why = inside(init, pid) if init is not None else "bwrap made no sandbox in time"
             if why is not None:
                 miss = getattr(admit, "miss", None)
                 if miss is not None:
@@ -180,8 +180,9 @@ def _go_then_wait(pid: int, gate: socketgate.Gate | None, status: StatusReader) 
     if gate is not None:
         try:
             init = status.init_pid()  # None: bwrap ended before it made the sandbox
-            if init is not None:
-                gate.release(2, init)
+            if init is None:  # (or it said nothing in time: nothing is let go then)
+                return _kill(pid, status)
+            gate.release(2, init)
         except BaseException:
             _kill(pid, status)
             raise
@@ -222,7 +223,7 @@ def _abandon(waiter: Callable[[], int], passed: tuple[int, ...], status: Any) ->
         _kill(pid, status)
 
 
-def _kill(pid: int, status: StatusReader) -> None:
+def _kill(pid: int, status: StatusReader) -> int:
     """Kill a sandbox whose command has not been let go, and wait for bwrap. Its child (the
     sandbox's pid 1) too: until it has forked the command's process it is not bound to bwrap's
     life (``--die-with-parent`` holds from there on), and would set the sandbox up for nothing
@@ -241,7 +242,7 @@ def _kill(pid: int, status: StatusReader) -> None:
         os.kill(pid, 9)
     except OSError:
         pass
-    wait_pid(pid)
+    return wait_pid(pid)
 
 
 def _close(*fds: int) -> None:
@@ -265,7 +266,7 @@ def _spawn_and_supervise(
     programs: list[bytes],
     group: Running | None,
     admit: Admission,
-    inside: Callable[[int], str | None] | None,
+    inside: Callable[[int, int], str | None] | None,
 ) -> int | None:
     inner = entry["stderr_fd"]
     # nothing the spawn passes may sit where it puts the command's stderr (unheld: see below)
@@ -344,9 +345,6 @@ def _spawn_and_supervise(
             return _cannot_start(
                 gate.error or f"cannot start the sandbox: {_reason(exc)}", said_read
             )
-        # imported while the kernel loads bwrap (as every import the spawn does not need)
-        from .status import StatusReader
-
         status = StatusReader(status_read)
         try:
             pid = _started(admit if held is not None else _yes, waiter, passed, status, inside)

@@ -64,8 +64,8 @@ class StatusReader:
 
         deadline = time.monotonic() + timeout
         while field(self.text, "child-pid") is None and not self.text.endswith("\n"):
-            left = deadline - time.monotonic()
-            if self.closed or left <= 0 or not select.select([self.fd], [], [], left)[0]:
+            left = max(0.0, deadline - time.monotonic())  # (what is there is read, late or not)
+            if self.closed or not select.select([self.fd], [], [], left)[0]:
                 return None
             self._read(until_newline=True)
         return field(self.text, "child-pid")
@@ -92,8 +92,21 @@ class StatusReader:
         return None
 
 
+def proc_is_ours() -> bool:
+    """Whether ``/proc`` shows this process's own pid namespace: the pids egg has (bwrap's
+    report, its children's) name the same processes there. Not when egg runs in a pid namespace
+    whose ``/proc`` is still its parent's (``unshare --pid --fork`` without ``--mount-proc``)."""
+    try:
+        return os.readlink("/proc/self") == str(os.getpid())
+    except OSError:
+        return False
+
+
 def parent_of(pid: int) -> int | None:
-    """The parent of ``pid`` (field 4 of /proc/PID/stat); None when there is no such process."""
+    """The parent of ``pid`` (field 4 of /proc/PID/stat); None when there is no such process,
+    or when ``/proc`` is not of egg's pid namespace (:func:`proc_is_ours`)."""
+    if not proc_is_ours():
+        return None
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             data = handle.read()
@@ -103,9 +116,12 @@ def parent_of(pid: int) -> int | None:
 
 
 def init_child(init: int, attempts: int = 50) -> int | None:
-    """The first child of ``init`` (the command), waiting a little for init to fork it."""
+    """The first child of ``init`` (the command), waiting a little for init to fork it; None
+    when there is none, or ``/proc`` would name another process (:func:`proc_is_ours`)."""
     import time
 
+    if not proc_is_ours():
+        return None
     path = f"/proc/{init}/task/{init}/children"
     for _ in range(attempts):
         try:
