@@ -49,6 +49,16 @@ def run(entry: dict[str, Any], env: dict[str, str], admit: Admission) -> int | N
     unbridged = without_bridge(entry["argv"], entry["bwrap"])
     if unbridged is None:
         return None
+    # This runner forks (the listeners' maker, the proxy's child) while the socket gate's
+    # thread may be importing what it imports when it starts serving: a module another thread
+    # is importing at a fork stays locked in the child, and the child's own import of it (the
+    # proxy's asyncio imports select, _socket, struct) would wait forever. So they are imported
+    # here first, and then are merely looked up.
+    import _socket  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
+    import resource  # noqa: F401
+    import select  # noqa: F401
+    import struct  # noqa: F401
+
     argv, proxy_ports, forwards = unbridged
     net_dir = os.path.join(entry["run_dir"], "net")
     try:
