@@ -169,7 +169,11 @@ def record(served: Served) -> None:
     if not served.path:
         return
     try:
-        loaded = [name for name in list(sys.modules) if name not in served.before]
+        loaded = [
+            name
+            for name, module in list(sys.modules.items())
+            if name not in served.before and _source_of(module) is not None
+        ]
         if served.broken:
             kept = {}  # what it held is compiled again from the sources, as far as loaded
         elif all(name in served.modules for name in loaded):
@@ -202,19 +206,28 @@ def _compiled(name: str, module: Any) -> tuple[str, bool, Fingerprint, bytes] | 
     fingerprint, its code (as a ``SourceFileLoader`` reads it: compiled file or source); None
     for a module not loaded from a source file (a built-in, a C extension, a namespace
     package)."""
-    spec = getattr(module, "__spec__", None)
-    origin = getattr(spec, "origin", None)
-    loader = getattr(spec, "loader", None)
-    if not isinstance(origin, str) or not origin.endswith(".py"):
+    origin = _source_of(module)
+    if origin is None:
         return None
-    if not isinstance(loader, _external.SourceFileLoader):
-        return None
+    spec = module.__spec__
     before = fingerprint(origin)
     code = _external.SourceFileLoader(name, origin).get_code(name)
     if code is None or before is None or fingerprint(origin) != before:
         return None  # (changed while it was read)
     package = getattr(spec, "submodule_search_locations", None) is not None
     return (origin, package, before, marshal.dumps(code))
+
+
+def _source_of(module: Any) -> str | None:
+    """The source file ``module`` was loaded from by a ``SourceFileLoader`` (the usual one, or
+    this file's); None for any other (a built-in, a C extension, a namespace package)."""
+    spec = getattr(module, "__spec__", None)
+    origin = getattr(spec, "origin", None)
+    if not isinstance(origin, str) or not origin.endswith(".py"):
+        return None
+    if not isinstance(getattr(spec, "loader", None), _external.SourceFileLoader):
+        return None
+    return origin
 
 
 def _prune(directory: str) -> None:

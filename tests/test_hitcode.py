@@ -203,8 +203,13 @@ def test_egg_exec_hits_import_the_runner_from_the_file(cache_workspace) -> None:
     )
     run = [sys.executable, "-P", "-c", textwrap.dedent(probe)]
     results = [subprocess.run(run, cwd=work, env=env, capture_output=True, text=True) for _ in "12"]
+    kept = list((Path(env["EGG_HOME"]) / "cache" / "hitcode").iterdir())
+    before = [(path, path.stat().st_ino, path.stat().st_mtime_ns) for path in kept]
+    results += [subprocess.run(run, cwd=work, env=env, capture_output=True, text=True)]
+    after = [(path, path.stat().st_ino, path.stat().st_mtime_ns) for path in kept]
 
     assert all(hit(r) for r in results), [r.stderr for r in results]
+    assert before == after  # a hit that imported nothing new leaves the file as it is
     code, fastrun_loader, gate_loader, origin = results[-1].stdout.split()
     assert (code, fastrun_loader, gate_loader) == ("0", "_Loader", "_Loader")
     assert origin.endswith("/platforms/linux/fastrun.py")
