@@ -176,7 +176,7 @@ def split_facts(
 # --- the cache ---------------------------------------------------------------------------------
 
 
-def _private(st: os.stat_result) -> bool:
+def private(st: os.stat_result) -> bool:
     """Owned by this user and writable by no one else: an entry is a program egg will run."""
     return st.st_uid == os.getuid() and not st.st_mode & 0o022
 
@@ -194,7 +194,7 @@ def load_private(path: str, data_format: int = FORMAT) -> Any:
         (os.path.dirname(os.path.dirname(directory)), os.stat),
     ):
         try:
-            if not _private(look(level)):
+            if not private(look(level)):
                 return None
         except OSError:
             return None
@@ -203,7 +203,7 @@ def load_private(path: str, data_format: int = FORMAT) -> Any:
     except OSError:
         return None
     try:
-        if not _private(os.fstat(fd)):
+        if not private(os.fstat(fd)):
             return None
         with os.fdopen(fd, "rb", closefd=False) as handle:
             # read whole, then decoded: marshal.load on a file reads it an object at a time
@@ -279,19 +279,22 @@ def store(
         # the index first: an entry no index leads to is only dead weight
         _write(directory, base + ".env", {"digest": digest, "listed": env_listed})
         _write(directory, full_key(base, digest), entry)
-        _prune(directory)
+        prune(directory, KEEP, spare=".env")  # (an index: its entries go, it stays)
     except (OSError, ValueError) as exc:
         return f"cannot write {directory}: {getattr(exc, 'strerror', None) or exc}"
     return None
 
 
-def _prune(directory: str) -> None:
+def prune(directory: str, keep: int, spare: str = "") -> None:
+    """Keep the ``keep`` newest files of a cache ``directory`` (those it is writing, named with
+    a leading dot, and those named ending in ``spare`` aside)."""
     entries = []
     with os.scandir(directory) as it:
         for item in it:
-            if not item.name.startswith(".") and not item.name.endswith(".env"):
-                entries.append((item.stat().st_mtime_ns, item.path))
-    for _, path in sorted(entries)[:-KEEP]:
+            if item.name.startswith(".") or (spare and item.name.endswith(spare)):
+                continue
+            entries.append((item.stat(follow_symlinks=False).st_mtime_ns, item.path))
+    for _, path in sorted(entries)[:-keep]:
         try:
             os.unlink(path)
         except OSError:

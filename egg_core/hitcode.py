@@ -9,7 +9,7 @@ private as every entry is: :func:`egg_core.execcache.load_private`), and the nex
 of those names are served from it, by a finder first on ``sys.meta_path``: one read of one file.
 
 A module is served only while the import system would find the same file, unchanged: before any
-is served, every module's source is looked at (inode, size, modification and change times), and
+is served, every module's source is looked at (device, inode, size, change time), and
 so is every directory one of them was found in (a module or package added there could take its
 name), and one that differs leaves the whole file unused — the imports go their usual way, and
 the hit writes the file afresh. The file is named after the interpreter, its optimization level
@@ -30,18 +30,19 @@ import os
 import sys
 
 from egg_core import execcache
-from egg_core.facts import sha256_hex
+from egg_core.facts import contents, sha256_hex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-FORMAT = 2
+FORMAT = 3
 #: hit code files kept in a cache (one per installation and interpreter: the rest are old)
 KEEP = 4
-#: a module's source as it was compiled: inode, size, modification and change times
-Fingerprint = tuple[int, int, int, int]
+#: a module's source as it was compiled (egg_core.facts.contents: device, inode, size, change
+#: time, which any write, rename or touch moves on)
+Fingerprint = tuple[int, ...]
 #: the import system's own classes, without importing importlib (the fast path cannot afford it)
 _external: Any = sys.modules["_frozen_importlib_external"]
 
@@ -52,14 +53,6 @@ def path_of(egg_home: str) -> str:
     key = sha256_hex(repr(material).encode())[:16]
     tag = sys.implementation.cache_tag or "python"
     return os.path.join(egg_home, "cache", "hitcode", f"{tag}-{key}")
-
-
-def fingerprint(path: str) -> Fingerprint | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _mtime(path: str) -> int | None:
@@ -90,7 +83,6 @@ class Served:
 
     def __init__(self, path: str, modules: dict[str, Any], before: set[str]) -> None:
         self.path, self.modules, self.before = path, modules, before
-        self.directories: dict[str, int | None] = {}
         self.broken = False
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
@@ -134,12 +126,12 @@ def install(environ: Mapping[str, str]) -> Served:
     for item in modules.values():
         if not (isinstance(item, tuple) and len(item) == 4 and isinstance(item[0], str)):
             return served
-        if fingerprint(item[0]) != item[2]:
+        if contents(item[0]) != item[2]:
             return served  # a source changed (or went): the usual imports, and a new file
     for directory, mtime in directories.items():
         if _mtime(directory) != mtime:
             return served  # something was added or removed where a module was found
-    served.modules, served.directories = modules, directories
+    served.modules = modules
     sys.meta_path.insert(0, served)
     return served
 
@@ -147,10 +139,9 @@ def install(environ: Mapping[str, str]) -> Served:
 def _ours(path: str) -> bool:
     """Whether ``path`` is absent, or this user's and nobody else's to write."""
     try:
-        st = os.lstat(path)
+        return execcache.private(os.lstat(path))
     except OSError:
         return True
-    return st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
 def uninstall(served: Served) -> None:
@@ -196,7 +187,7 @@ def record(served: Served) -> None:
         execcache.write_private(
             served.path, {"format": FORMAT, "modules": modules, "directories": directories}
         )
-        _prune(directory)
+        execcache.prune(directory, KEEP)
     except Exception:
         pass
 
@@ -210,9 +201,9 @@ def _compiled(name: str, module: Any) -> tuple[str, bool, Fingerprint, bytes] | 
     if origin is None:
         return None
     spec = module.__spec__
-    before = fingerprint(origin)
+    before = contents(origin)
     code = _external.SourceFileLoader(name, origin).get_code(name)
-    if code is None or before is None or fingerprint(origin) != before:
+    if code is None or before is None or contents(origin) != before:
         return None  # (changed while it was read)
     package = getattr(spec, "submodule_search_locations", None) is not None
     return (origin, package, before, marshal.dumps(code))
@@ -228,17 +219,3 @@ def _source_of(module: Any) -> str | None:
     if not isinstance(getattr(spec, "loader", None), _external.SourceFileLoader):
         return None
     return origin
-
-
-def _prune(directory: str) -> None:
-    """Keep the :data:`KEEP` newest files (another installation's, an older state's)."""
-    found = []
-    with os.scandir(directory) as entries:
-        for entry in entries:
-            if not entry.name.startswith("."):
-                found.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.path))
-    for _, path in sorted(found)[:-KEEP]:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass

@@ -100,7 +100,7 @@ def _child(
     os.dup2(null, 1)
     os.close(null)
     served = [*proxy_fds, *(fd for fds in port_fds.values() for fd in fds)]
-    _close_others({0, 1, 2, lifeline, *served})
+    close_others({0, 1, 2, lifeline, *served})
     import select
 
     poll = select.poll()
@@ -127,9 +127,9 @@ def _say(line: str) -> None:
         pass
 
 
-def _close_others(keep: set[int]) -> None:
-    """Close every descriptor but ``keep``: the child must hold nothing of the launch's
-    (the seccomp filter, bwrap's pipes) that would keep them open."""
+def close_others(keep: set[int]) -> None:
+    """Close every descriptor but ``keep`` (in a forked child of egg's: it must hold nothing of
+    the launch's — the socket gate's listener, bwrap's pipes — that would keep them open)."""
     try:
         names = os.listdir("/proc/self/fd")
     except OSError:

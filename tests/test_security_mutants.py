@@ -258,7 +258,7 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "a hit's code is served though its source changed",
         "egg_core/hitcode.py",
-        "        if fingerprint(item[0]) != item[2]:",
+        "        if contents(item[0]) != item[2]:",
         "        if False:",
         ("tests/test_hitcode.py::test_a_changed_source_leaves_the_whole_file_unused",),
     ),

@@ -127,6 +127,14 @@ def test_what_spawn_filtered_starts_outlives_the_thread_that_started_it() -> Non
 
 
 HOLD_HELPER = Path(__file__).with_name("hold_helper.py")
+#: the helper's report of a command let go: it ran, only then, with egg's stderr as its own
+LET_GO = {
+    "exit": 0,
+    "ran_before": False,
+    "ran": True,
+    "command_stderr": "command-stderr\n",
+    "bwrap_said": "",
+}
 #: runs a cached plain launch with linux-ns's runner, its admission taking 0.5 s: what the
 #: command wrote (the time it started) and when the admission said yes
 SLOW_ADMISSION = """
@@ -197,13 +205,7 @@ def test_a_cached_command_starts_only_when_egg_lets_it_go(identity: Identity, wo
     egg lets it go, and gives it egg's stderr then (``Gate.release``). Held, nothing runs."""
     report = hold(identity, work, "lets-go")
 
-    assert report == {
-        "exit": 0,
-        "ran_before": False,
-        "ran": True,
-        "command_stderr": "command-stderr\n",
-        "bwrap_said": "",
-    }
+    assert report == LET_GO
 
 
 def test_egg_may_let_the_command_go_before_bwrap_holds_it(identity: Identity, work: Path) -> None:
@@ -212,13 +214,7 @@ def test_egg_may_let_the_command_go_before_bwrap_holds_it(identity: Identity, wo
     the helper 0.3 s), with the same stderr."""
     report = hold(identity, work, "early")
 
-    assert report == {
-        "exit": 0,
-        "ran_before": False,
-        "ran": True,
-        "command_stderr": "command-stderr\n",
-        "bwrap_said": "",
-    }
+    assert report == LET_GO
 
 
 def test_a_held_command_never_runs_when_egg_closes_the_gate(identity: Identity, work: Path) -> None:

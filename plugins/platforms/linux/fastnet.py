@@ -168,7 +168,7 @@ def listen_inside(init: int, ports: list[int], bwrap: int) -> list[tuple[int, in
         code = 1
         try:
             ours.close()
-            _keep_only(theirs.fileno())
+            netchild.close_others({0, 1, 2, theirs.fileno()})
             _make(init, ports, theirs, bwrap)
             code = 0
         except BaseException as exc:
@@ -264,14 +264,3 @@ def _receive(channel: Any, most: int) -> list[tuple[int, int]]:
     for fd in fds:
         os.set_inheritable(fd, False)
     return list(zip(ports, fds, strict=True))
-
-
-def _keep_only(fd: int) -> None:
-    """Close every descriptor of the forked process above stderr but ``fd``."""
-    for name in os.listdir("/proc/self/fd"):
-        number = int(name)
-        if number > 2 and number != fd:
-            try:
-                os.close(number)
-            except OSError:
-                pass

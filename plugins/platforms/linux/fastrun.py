@@ -18,7 +18,7 @@ from egg_core.api.fast import (
 )
 
 from . import bindfds, gate_filter, placeholders, socketgate
-from .status import StatusReader
+from .status import StatusReader, parent_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # importing typing costs milliseconds on the fast path
@@ -230,8 +230,6 @@ def _kill(pid: int, status: StatusReader) -> int:
     before its held call fails. bwrap reports that child before it lets it do anything;
     killing a pid namespace's first process ends all of it. It is killed only while it is
     bwrap's, still unreaped (a pid bwrap has reaped may be another process's now)."""
-    from .status import parent_of
-
     init = status.init_pid()  # None: bwrap ended before it made one
     if init is not None and parent_of(init) == pid:
         try:
