@@ -236,6 +236,18 @@ MUTANTS: list[Mutant] = [
         ),
     ),
     Mutant(
+        "a bind goes on unlooked at after the command was let go (its socket is not the sandbox's)",
+        "plugins/platforms/linux/socketgate.py",
+        """            holding = self._holding
+        if holding:""",
+        """            holding = self._holding
+        if True:""",
+        (
+            "tests/linux/test_socket_gate_cached.py::"
+            "test_the_sandboxs_own_sockets_are_reachable_on_a_hit[nobody]",
+        ),
+    ),
+    Mutant(
         "a cached launch refused at admission is audited (the user's new directory quarantined)",
         "egg_core/cachedrun.py",
         "        if run.admitted:  # what the command did",

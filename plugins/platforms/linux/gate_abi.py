@@ -195,6 +195,15 @@ class Notification:
         self.args = fields[6:]
 
 
+def ready_to_serve() -> None:
+    """Make what the listener's calls need (``struct``, the C buffers of a notification and of
+    an answer) before the sandbox's first call, not while it waits for its answer."""
+    import struct
+
+    for size in (_NOTIF_SIZE, struct.calcsize(_RESP), struct.calcsize(_ADDFD)):
+        c_char * size  # (ctypes keeps each array type it made)
+
+
 def receive(listener: int) -> Notification:
     """The next call waiting (blocks; ENOENT when the caller went away before it was read)."""
     buf = create_string_buffer(bytes(_NOTIF_SIZE))
