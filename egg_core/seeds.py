@@ -31,6 +31,8 @@ def holds_seed(path: str, seed: str) -> bool:
     data = seed.encode()
     if not stat.S_ISREG(st.st_mode) or st.st_size != len(data):
         return False
+    if not data:
+        return True  # (an empty file holds the empty seed: nothing to read)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:

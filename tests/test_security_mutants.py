@@ -236,7 +236,7 @@ MUTANTS: list[Mutant] = [
         ),
     ),
     Mutant(
-        "a bind goes on unlooked at after the command was let go (its socket is not the sandbox's)",
+        "binds go on unlooked at after the command was let go (the sandbox's own sockets refused)",
         "plugins/platforms/linux/socketgate.py",
         """            holding = self._holding
         if holding:""",

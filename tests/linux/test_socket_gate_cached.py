@@ -133,21 +133,25 @@ def _fd_kind(fd: int) -> str | None:
         return None
 
 
-def test_a_gate_closed_while_it_serves_lets_go_of_everything_once() -> None:
+def test_a_gate_closed_while_it_serves_lets_go_of_everything_once(tmp_path: Path) -> None:
     """``close`` does not wait for the gate's thread (a hit's last 0.4 ms): the thread, told to
-    end, closes the listener and the wake-up pipe itself. Nothing is closed twice: a second
-    ``close`` leaves a descriptor that took the listener's number alone, and the sandbox's
-    next connect fails (the gate fails closed)."""
+    end, closes the listener, the wake-up pipe and the file it held of the sandbox's own socket
+    itself. Nothing is closed twice: a second ``close`` leaves others' descriptors at the
+    numbers the gate had alone, and the sandbox's next connect fails (the gate fails closed)."""
     import sys
 
     from egg_plugins.platforms.linux import gate_filter, socketgate
 
+    own = str(tmp_path / "own.sock")
+    ready_read, ready_write = os.pipe()
     go_read, go_write = os.pipe()
     code = (
         "import os, socket, sys\n"
-        f"os.read({go_read}, 1)\n"
-        "s = socket.socket(socket.AF_UNIX)\n"
-        "try:\n    s.connect('/nonexistent.sock')\nexcept OSError as exc:\n"
+        f"s = socket.socket(socket.AF_UNIX); s.bind({own!r}); s.listen(4)\n"
+        f"c = socket.socket(socket.AF_UNIX); c.connect({own!r})\n"  # its own: egg holds the file
+        f"os.write({ready_write}, b'r'); os.read({go_read}, 1)\n"
+        "d = socket.socket(socket.AF_UNIX)\n"
+        f"try:\n    d.connect({own!r})\nexcept OSError as exc:\n"
         "    sys.exit(0 if exc.errno == 38 else exc.errno)\n"  # ENOSYS: no listener
         "sys.exit(99)"
     )
@@ -155,29 +159,36 @@ def test_a_gate_closed_while_it_serves_lets_go_of_everything_once() -> None:
 
     def spawn() -> int:
         os.set_inheritable(go_read, True)
+        os.set_inheritable(ready_write, True)
         return os.posix_spawn(sys.executable, [sys.executable, "-I", "-c", code], dict(os.environ))
 
+    def holding_own() -> list[int]:
+        return [int(fd) for fd in os.listdir("/proc/self/fd") if _fd_kind(int(fd)) == own]
+
     pid = gate.spawn_filtered(spawn)()
-    listener, wake = gate.listener, gate._wake_read
+    assert os.read(ready_read, 1) == b"r"
+    listener, wake, held = gate.listener, gate._wake_read, holding_own()
     null = os.open(os.devnull, os.O_RDONLY)  # (before the gate's numbers are free)
     assert listener is not None and "seccomp" in (_fd_kind(listener) or "")
+    assert held, "egg holds no file of the sandbox's own socket"
     gate.close()
     deadline = time.monotonic() + 5
-    while _fd_kind(listener) is not None and time.monotonic() < deadline:
+    while (_fd_kind(listener) or holding_own()) and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert _fd_kind(listener) is None and _fd_kind(wake) is None
-    for number in (listener, wake):  # others' descriptors at the numbers the gate had
+    assert _fd_kind(listener) is None and _fd_kind(wake) is None and not holding_own()
+    numbers = (listener, wake, *held)
+    for number in numbers:  # others' descriptors at the numbers the gate had
         os.dup2(null, number)
     try:
         gate.close()
-        assert _fd_kind(listener) == _fd_kind(wake) == "/dev/null"
+        assert {_fd_kind(number) for number in numbers} == {"/dev/null"}
     finally:
-        for fd in (null, listener, wake):
+        for fd in (null, *numbers):
             os.close(fd)
     os.write(go_write, b"x")
     _, status = os.waitpid(pid, 0)
-    os.close(go_read)
-    os.close(go_write)
+    for fd in (ready_read, ready_write, go_read, go_write):
+        os.close(fd)
     assert os.waitstatus_to_exitcode(status) == 0
 
 

@@ -171,6 +171,7 @@ class Gate:
         self.listener: int | None = None
         self._wake_read, self._wake_write = os.pipe2(os.O_CLOEXEC)
         self._spawner = _thread.allocate_lock()  # held while spawn_filtered's thread must live
+        self._spawner_held = False  # by egg: close() lets it go, once
         self._started = False
         self._ended = False  # the gate's thread has ended
         self._handed_over = False  # close() left the letting go to the gate's thread
@@ -265,6 +266,7 @@ class Gate:
         spawned = _thread.allocate_lock()
         spawned.acquire()
         self._spawner.acquire()
+        self._spawner_held = True
 
         def filtered() -> None:
             try:
@@ -334,13 +336,16 @@ class Gate:
     def close(self) -> None:
         """Stop judging (calls still waiting fail: the gate fails closed) and let go of
         everything held. When the gate's thread still runs, it is told to end and lets go of
-        the listener and the rest itself as it does (:meth:`_let_go`): egg does not wait for it
-        (two wake-ups and the interpreter's lock cost a cache hit 0.4 ms at its very end). Until
-        it has, nothing the thread uses is closed under it."""
+        the listener and the rest itself as it does (:meth:`_let_go`), once it is done with the
+        call it may be carrying out: egg does not wait for it (two wake-ups and the
+        interpreter's lock cost a cache hit 0.4 ms at its very end), and nothing the thread uses
+        is closed under it. Calling it again does nothing."""
         for sock in (self._child, self._parent):
             if sock is not None:
                 sock.close()
-        if self._spawner.locked():  # the sandbox has been waited for: its parent may end
+        with self._lock:
+            spawner_held, self._spawner_held = self._spawner_held, False
+        if spawner_held:  # the sandbox has been waited for: its parent may end
             self._spawner.release()
         with self._lock:
             serving = self._started and not self._ended
