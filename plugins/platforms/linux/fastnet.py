@@ -153,9 +153,11 @@ def listen_inside(init: int, ports: list[int], bwrap: int) -> list[tuple[int, in
     listener, bwrap's pipes)."""
     import _socket  # type: ignore[import-not-found,unused-ignore]
 
+    from .status import proc_is_ours
+
     # pids are egg's numbering (bwrap's --json-status-fd): /proc must be of egg's own pid
     # namespace, or /proc/PID is another process (a network namespace not the sandbox's)
-    if os.readlink("/proc/self") != str(os.getpid()):
+    if not proc_is_ours():
         raise OSError(0, "/proc is another pid namespace's")
     ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:

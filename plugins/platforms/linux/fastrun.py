@@ -287,8 +287,7 @@ def _spawn_and_supervise(
         try:
             argv, bound = bindfds.pin(argv, entry["bwrap"])
         except bindfds.PinFailed as exc:
-            for fd in (seccomp_fd, status_read, status_write, said_read, said_write):
-                os.close(fd)
+            _close(seccomp_fd, status_read, status_write, said_read, said_write)
             # fails closed: deciding again now would take the swapped-in symlink for a rule's
             admit.failed_closed()
             line = f"egg: error: the sandbox failed before the command started: {exc.strerror}\n"
@@ -298,14 +297,12 @@ def _spawn_and_supervise(
     actions = [(os.POSIX_SPAWN_DUP2, said_write, 2)]
     held = _held(argv, entry["bwrap"])
     if held is None and inside is not None:  # its listeners must be there before the command
-        for fd in (seccomp_fd, status_read, status_write, said_read, said_write, *bound):
-            os.close(fd)
+        _close(seccomp_fd, status_read, status_write, said_read, said_write, *bound)
         admit.miss("the network's listeners need the command held, and nothing holds it")
         return None
     if held is None:  # nothing to hold the command at: all is checked first, then it starts
         if not admit():
-            for fd in (seccomp_fd, status_read, status_write, said_read, said_write, *bound):
-                os.close(fd)
+            _close(seccomp_fd, status_read, status_write, said_read, said_write, *bound)
             return None
         actions.insert(0, (os.POSIX_SPAWN_DUP2, 2, inner))  # the shim puts it back at 2
     else:

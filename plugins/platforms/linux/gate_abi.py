@@ -57,7 +57,6 @@ _ADDFD = "=QIIII"  # id, flags, srcfd, newfd, newfd_flags
 NOTIF_ADDFD = 0x40182103  # SECCOMP_IOCTL_NOTIF_ADDFD: _IOW('!', 3, struct seccomp_notif_addfd)
 SECCOMP_ADDFD_FLAG_SETFD = 1  # at the number asked for, as dup2 does (Linux 5.9)
 
-LITTLE_ENDIAN = sys.byteorder == "little"
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 NS_GET_USERNS = 0xB701  # _IO(0xb7, 0x1): the user namespace that owns a namespace

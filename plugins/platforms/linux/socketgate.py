@@ -49,6 +49,7 @@ import errno
 import fcntl
 import os
 import stat
+import sys
 import time
 
 from . import gate_abi as abi
@@ -91,7 +92,6 @@ BIND = _SYSCALLS.get("bind", -1)
 #: the loading of a seccomp filter (the filter sends egg no other prctl or seccomp call)
 FILTER_LOADS = (_SYSCALLS.get("prctl", -1), _SYSCALLS.get("seccomp", -1))
 SOCKADDR_MAX = 128  # sizeof(struct sockaddr_storage): longer is EINVAL, as the kernel says
-_LITTLE = abi.LITTLE_ENDIAN  # a sockaddr's family is in the machine's own byte order
 AF_UNIX = 1  # socket.AF_UNIX
 Key = tuple[int, int]
 
@@ -688,7 +688,7 @@ class Gate:
                 raise OSError(errno.EINVAL, "bad address length")
             address = _read_memory(call.pid, pointer, length)
             sock = _take_socket(call.pid, fd)
-            family = int.from_bytes(address[:2], "little" if _LITTLE else "big")
+            family = int.from_bytes(address[:2], sys.byteorder)  # (the machine's own order)
             path = family == AF_UNIX and len(address) > 2 and address[2] != 0
             if path:
                 view = View.of(call.pid)
@@ -732,7 +732,7 @@ class Gate:
                 unsettled = self._settle()
                 own = key in self._own
             if own or self.grants.granted(key):
-                family = AF_UNIX.to_bytes(2, "little" if _LITTLE else "big")
+                family = AF_UNIX.to_bytes(2, sys.byteorder)
                 return family + b"/proc/self/fd/%d\0" % target
             if not unsettled or time.monotonic() > deadline:
                 break
