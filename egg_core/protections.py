@@ -77,7 +77,7 @@ def protected_paths(
 
 
 def launcher_paths(environ: Mapping[str, str]) -> list[str]:
-    """The egg console script(s) and the installation they run (venv, package dirs)."""
+    """The egg command(s) on PATH and the installation they run (venv, package dirs)."""
     import importlib.util
 
     found: list[str] = []

@@ -28,8 +28,10 @@ AT_EXIT = (
     "import atexit, sys; atexit.register(lambda: sys.stderr.write("
     "'loaded at exit: ' + ' '.join(sorted(sys.modules)) + '\\n')); "
 )
-#: what the ``egg`` console script runs
-ENTRY = AT_EXIT + "from egg_core.cli import main; sys.exit(main())"
+#: the ``egg`` command (installed as it is, its first line aside: see the file)
+LAUNCHER = ROOT / "launcher" / "egg"
+#: what ``egg ARGS`` runs: the launcher's code, as ``__main__``
+ENTRY = AT_EXIT + f"exec(compile(open({str(LAUNCHER)!r}).read(), {str(LAUNCHER)!r}, 'exec'))"
 
 #: a hit of ``egg exec -- CMD``, beyond what the interpreter imports to start
 PLAIN_HIT = {
@@ -56,6 +58,8 @@ PLAIN_HIT = {
     "egg_plugins.platforms.linux.placeholders",
     "egg_plugins.platforms.linux.status",  # bwrap's --json-status-fd
     "egg_plugins.platforms.linux.bindfds",  # binds from descriptors opened right before it
+    "egg_plugins.platforms.linux.vanishing",  # masked files gone since (a home's secrets)
+    "atexit",  # what was registered runs before the hit's quick exit (egg_core.cli._exit_now)
     "fcntl",  # placeholders' locks
     # the socket gate: every connect() of the sandbox judged by egg (C modules, and ctypes' own
     # C module for the system calls os lacks: seccomp, pidfd_getfd, openat2)

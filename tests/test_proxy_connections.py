@@ -9,6 +9,7 @@ goes (through the test harness's seam) to a loopback server in this process.
 from __future__ import annotations
 
 import resource
+import shutil
 import socket
 import tempfile
 import threading
@@ -157,6 +158,9 @@ def make_proxy() -> Iterator[object]:
     for proxy, upstream in made:
         proxy.thread.stop()
         upstream.close()
+    shutil.rmtree(
+        directory, ignore_errors=True
+    )  # (its socket's path must stay short: not tmp_path)
 
 
 def test_request_less_connections_are_closed_at_the_head_deadline(make_proxy) -> None:

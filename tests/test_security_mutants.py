@@ -285,6 +285,16 @@ MUTANTS: list[Mutant] = [
             "test_what_spawn_filtered_starts_outlives_the_thread_that_started_it",
         ),
     ),
+    Mutant(
+        "a hit seals only the caller's descriptors below 1000 (a short close_range)",
+        "plugins/platforms/linux/gate_abi.py",
+        "c_uint(first), c_uint(0xFFFFFFFF)",
+        "c_uint(first), c_uint(999)",
+        (
+            "tests/linux/test_descriptors.py::"
+            "test_a_callers_descriptors_never_reach_the_sandbox_on_a_cache_miss_or_hit[nobody]",
+        ),
+    ),
 ]
 
 

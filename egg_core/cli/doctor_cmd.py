@@ -57,10 +57,11 @@ def collect(ctx: Context) -> dict[str, Any]:
 
 
 def launcher_problem(path: str) -> str | None:
-    """What slows every egg command down in the script that started this one (``egg``, as the
-    installer wrote it), if anything: pip before 25.0 writes a console script that imports
-    ``re`` before egg's first line runs — 3 to 4 ms of every call, a quarter of an exec cache
-    hit. None for a launcher that does not (or when egg was not started by a script)."""
+    """What slows every egg command down in the script that started this one (``egg``), if
+    anything: the console script that pip before 25.2 writes imports ``re`` before egg's first
+    line runs — 3 to 6 ms of every call, a quarter of an exec cache hit. egg ships a launcher
+    of its own (``launcher/egg``) whatever pip installs it, so such a script is an older egg's.
+    None for a launcher that does not (or when egg was not started by a script)."""
     try:
         with open(path, "rb") as handle:
             head = handle.read(2048)
@@ -69,8 +70,8 @@ def launcher_problem(path: str) -> str | None:
     if not head.startswith(b"#!") or b"\nimport re\n" not in head:
         return None
     return (
-        f"{path} imports re before egg starts (a launcher written by pip older than 25.0): "
-        "every egg command starts 3-4 ms later; upgrade pip and reinstall egg to rewrite it"
+        f"{path} imports re before egg starts (a launcher pip older than 25.2 wrote for an "
+        "older egg): every egg command starts 3-6 ms later; reinstall egg to replace it"
     )
 
 

@@ -1,7 +1,9 @@
 """egg from the installed wheel, run from outside the checkout with nothing of it on ``sys.path``:
 every built-in plugin loads, a host tool is listed, called from inside the real sandbox and served
 over MCP to the SDK's own client, and the test harness's network seam still plugs in. The
-suite's editable install passes all of this with a package missing from the wheel."""
+``egg`` command is egg's own launcher whichever pip installs the wheel, and a cache hit of the
+installed egg imports what a hit of the checkout's may and nothing more. The suite's editable
+install passes all of this with a package missing from the wheel."""
 
 from __future__ import annotations
 
@@ -18,8 +20,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.linux.conftest import Box, Listen
 from tests.linux.test_network import PROXY, PUBLIC, seam
+from tests.test_exec_cache_hitpath import DEBUG, PLAIN_HIT, SHA256, modules
 
-from .conftest import ROOT, Installed
+from .conftest import BASE_PYTHON, ROOT, Installed, run_step
 
 #: every plugin egg ships: its entry points, as the checkout declares them
 BUILTINS = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["egg"]
@@ -110,6 +113,52 @@ def test_egg_exec_runs_a_command_in_the_sandbox(box: Box, installed: Installed) 
     result = box.exec("true", options=["--platform", "linux-ns"], egg=installed.egg)
 
     assert (result.returncode, result.stderr) == (0, "")
+
+
+def test_the_distributions_own_pip_installs_the_wheel_with_eggs_launcher(
+    installed: Installed, tmp_path: Path
+) -> None:
+    """A venv as ``python3 -m venv`` makes it, with the pip the distribution bundles (Debian 12's
+    is 23.0.1, whose console-script wrappers import ``re``): ``bin/egg`` is ``launcher/egg``
+    there too, only its first line the interpreter's."""
+    venv = tmp_path / "venv"
+    run_step([BASE_PYTHON, "-m", "venv", str(venv)], "making a venv with its own pip")
+    pip = [str(venv / "bin" / "python"), "-m", "pip"]
+    argv = [*pip, "install", "--quiet", "--no-deps", "--no-index", str(installed.wheel)]
+    run_step(argv, "installing the wheel with the venv's own pip")
+    for prefix in (venv, installed.prefix):
+        first, _, rest = (prefix / "bin" / "egg").read_text().partition("\n")
+
+        assert first.startswith(f"#!{prefix}/bin/python"), first
+        assert rest == (ROOT / "launcher" / "egg").read_text().partition("\n")[2]
+
+
+@ROOT_ONLY
+def test_a_hit_of_the_installed_egg_imports_only_what_a_hit_may(
+    box: Box, installed: Installed
+) -> None:
+    """The modules pinned for a hit (tests/test_exec_cache_hitpath.py), from the installed
+    ``egg`` itself: its launcher and the wheel's files, not the checkout's."""
+    env = {"EGG_EXEC_CACHE": "debug", "PYTHONPROFILEIMPORTTIME": "1"}
+    for _ in range(6):  # (a shared host's socket change is a miss now and then: tried again)
+        result = box.run("exec", "--", "true", env=env, egg=installed.egg)
+        assert result.returncode == 0, result.stderr
+        if "egg: exec cache hit" in result.stderr:
+            break
+    else:
+        raise AssertionError(f"no hit: {result.stderr[-2000:]}")
+    start = subprocess.run(
+        [installed.python, "-X", "importtime", "-c", "pass"],
+        env=box.env(),
+        cwd=box.workspace,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    new = modules(result.stderr) - modules(start.stderr)
+    assert sorted(new - PLAIN_HIT - SHA256 - DEBUG) == []
+    assert "egg_core.cachedrun" in new
 
 
 def test_egg_exec_calls_a_host_tool_from_inside(box: Box, installed: Installed) -> None:

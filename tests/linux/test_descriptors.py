@@ -12,13 +12,15 @@ import subprocess
 from tests.linux.conftest import EGG, PY, Box
 
 #: opens, as the caller, a directory (the home), a secret file and a connected socket pair at
-#: fixed numbers, inheritable, then becomes ``egg ARGS``
+#: fixed numbers, inheritable, the home again far above them (a seal over a short range would
+#: miss it), then becomes ``egg ARGS``
 CALLER = r"""
-import os, socket, sys
+import os, resource, socket, sys
 home = os.open(os.environ["HOME"], os.O_RDONLY | os.O_DIRECTORY)
 secret = os.open(os.path.join(os.environ["HOME"], ".ssh", "id_ed25519"), os.O_RDONLY)
 left, right = socket.socketpair()
-for source, target in ((home, 7), (secret, 8), (left.fileno(), 9)):
+high = min(1000, resource.getrlimit(resource.RLIMIT_NOFILE)[0] - 1)
+for source, target in ((home, 7), (secret, 8), (left.fileno(), 9), (home, high)):
     os.dup2(source, target, inheritable=True)
 os.execv(sys.argv[1], sys.argv[1:])
 """

@@ -33,6 +33,7 @@ _NUMBERS = {
     "pidfd_getfd": (438, 438),
     "openat2": (437, 437),
     "setns": (308, 268),
+    "close_range": (436, 436),
 }
 #: the AUDIT_ARCH value of this machine's native ABI (what a notification's ``arch`` says)
 NATIVE_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}.get(MACHINE)
@@ -63,6 +64,7 @@ NS_GET_USERNS = 0xB701  # _IO(0xb7, 0x1): the user namespace that owns a namespa
 PIDFD_THREAD = os.O_EXCL  # a pidfd for one thread (its descriptor table), Linux 6.9+
 RESOLVE_NO_MAGICLINKS = 0x02
 RESOLVE_IN_ROOT = 0x10
+CLOSE_RANGE_CLOEXEC = 1 << 2
 SIOCUNIXFILE = 0x89E0  # SIOCPROTOPRIVATE: an O_PATH descriptor of a bound unix socket's file
 
 # -- the C types this module passes, as ctypes defines them (see the module's docstring)
@@ -264,6 +266,16 @@ def openat2(dirfd: int, path: bytes, flags: int, resolve: int) -> int:
             c_char_p(path),
             c_void_p(addressof(how)),
             c_size_t(len(how.raw)),
+        )
+    )
+
+
+def cloexec_from(first: int) -> None:
+    """Mark every descriptor numbered ``first`` or above close-on-exec, in one call
+    (``close_range`` with CLOSE_RANGE_CLOEXEC, Linux 5.11). OSError on an older kernel."""
+    _check(
+        _lib().syscall(
+            _number("close_range"), c_uint(first), c_uint(0xFFFFFFFF), c_uint(CLOSE_RANGE_CLOEXEC)
         )
     )
 
