@@ -79,9 +79,10 @@ def seal_descriptors(keep: Iterable[int]) -> None:
     anything open (``exec 7<"$HOME"`` in a script, a socket of its terminal multiplexer), and a
     directory descriptor inherited by the sandbox reads every file below it with ``openat``.
     ``subprocess`` closes them by itself; ``os.posix_spawn`` (the exec cache's fast path) and any
-    other spawn do not, so that path calls this first. It changes egg's own descriptor table
-    only, never the caller's. (Standard descriptors that are directories never get this far:
-    the interpreter refuses to start with one.)
+    other spawn do not, so that path calls this first (linux-ns's runner does it in one
+    ``close_range`` call where the kernel has it, and calls this where not). It changes egg's
+    own descriptor table only, never the caller's. (Standard descriptors that are directories
+    never get this far: the interpreter refuses to start with one.)
     """
     kept = set(keep)
     try:

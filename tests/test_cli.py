@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from egg_core import __version__
 
@@ -84,7 +85,12 @@ def test_plugin_command_clashing_with_builtin_is_a_warning(egg_cli, plugin_dir):
     assert "command 'plugins' is registered by two plugins: 'egg' and 'clash'" in result.stderr
 
 
-def test_console_script_is_installed():
+def test_the_egg_command_is_installed_and_is_the_checkouts_launcher():
+    """The venv's ``egg`` (what the linux tier runs) is launcher/egg as it is now: an install
+    copies the file, so a launcher edited since scripts/setup ran would go untested."""
     script = os.path.join(os.path.dirname(sys.executable), "egg")
     out = subprocess.run([script, "--version"], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.startswith("egg ")
+    launcher = Path(__file__).resolve().parent.parent / "launcher" / "egg"
+    installed = Path(script).read_text().partition("\n")[2]
+    assert installed == launcher.read_text().partition("\n")[2], "run ./scripts/setup again"

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
+
 from tests.linux.conftest import EGG, PY, Box
 
 #: opens, as the caller, a directory (the home), a secret file and a connected socket pair at
@@ -88,3 +90,45 @@ def test_a_callers_descriptors_never_reach_a_session(box: Box) -> None:
     assert [fd for fd in seen["fds"] if int(fd) > 2] == [
         fd for fd, target in seen["fds"].items() if int(fd) > 2 and target.startswith("/proc/")
     ]
+
+
+#: a cached launch's seal (linux-ns's fastrun._seal) in a fresh process: the caller's two
+#: descriptors (one far up), one to pass; close_range as the kernel does it, refused (an older
+#: kernel, a container's filter) or faked (a filter answering "done" for what it never did)
+SEAL = r"""
+import json, os, sys
+from egg_plugins.platforms.linux import fastrun, gate_abi
+if sys.argv[1] == "refused":
+    def refused(first):
+        raise OSError(38, "Function not implemented")
+    gate_abi.cloexec_from = refused
+elif sys.argv[1] == "faked":
+    gate_abi.cloexec_from = lambda first: None
+callers = [os.dup2(os.open("/", os.O_RDONLY), fd, inheritable=True) for fd in (7, 1000)]
+passed = os.open("/dev/null", os.O_RDONLY)
+os.set_inheritable(passed, True)
+fastrun._seal((passed,))
+print(json.dumps({
+    "callers": [os.get_inheritable(fd) for fd in callers],
+    "passed": os.get_inheritable(passed),
+    "standard": [os.get_inheritable(fd) for fd in (0, 1, 2)],
+}))
+"""
+
+
+@pytest.mark.parametrize("close_range", ["kernel", "refused", "faked"])
+def test_a_cached_launchs_seal_holds_however_close_range_answers(close_range: str) -> None:
+    result = subprocess.run(
+        [PY, "-c", SEAL, close_range],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+
+    assert json.loads(result.stdout) == {
+        "callers": [False, False],
+        "passed": True,
+        "standard": [True, True, True],
+    }

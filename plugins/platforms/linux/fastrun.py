@@ -249,14 +249,19 @@ def _close(*fds: int) -> None:
 
 
 def _seal(keep: tuple[int, ...]) -> None:
-    """What :func:`seal_descriptors` does (threat L: only ``keep`` and the standard descriptors
-    may reach the sandbox), in one call where the kernel has it: every descriptor above stderr
-    marked close-on-exec, then ``keep`` made inheritable again. Listing ``/proc/self/fd`` as
-    :func:`seal_descriptors` does cost a hit 0.05 to 0.35 ms (the first listing in a process
-    makes the kernel's entries for it)."""
+    """What :func:`seal_descriptors` does (threat L: only ``keep``, inheritable all, and the
+    standard descriptors may reach the sandbox), in one call where the kernel has it: every
+    descriptor above stderr marked close-on-exec, then ``keep`` made inheritable again. Listing
+    ``/proc/self/fd`` as :func:`seal_descriptors` does cost a hit 0.05 to 0.35 ms (the first
+    listing in a process makes the kernel's entries for it). Where the call fails (a kernel
+    before 5.11, a container's filter that refuses it), or says it did what it did not (a
+    filter faking success: the first of ``keep`` is still inheritable), the listing it is."""
     try:
         gate_abi.cloexec_from(3)
-    except OSError:  # a kernel before 5.11
+    except OSError:
+        seal_descriptors(keep)
+        return
+    if keep and keep[0] > 2 and os.get_inheritable(keep[0]):
         seal_descriptors(keep)
         return
     for fd in keep:

@@ -1,6 +1,6 @@
 """The kernel interfaces the socket gate (:mod:`.socketgate`) needs and Python's ``os`` lacks:
 seccomp's user notifications (and the descriptors they can hand over), ``pidfd_getfd``,
-``openat2``, ``setns`` and ``SIOCUNIXFILE``, through ctypes' own C module.
+``openat2``, ``setns``, ``close_range`` and ``SIOCUNIXFILE``, through ctypes' own C module.
 
 Standard library only, and nothing is loaded until first use: the exec cache's fast path imports
 this module before it spawns (see :mod:`egg_core.execcache`). ``ctypes`` itself is not imported:
