@@ -295,6 +295,16 @@ MUTANTS: list[Mutant] = [
             "test_a_callers_descriptors_never_reach_the_sandbox_on_a_cache_miss_or_hit[nobody]",
         ),
     ),
+    Mutant(
+        "a close_range that says done without doing it is believed (the caller's descriptors pass)",
+        "plugins/platforms/linux/fastrun.py",
+        "    if probe is None or os.get_inheritable(probe):",
+        "    if probe is None:",
+        (
+            "tests/linux/test_descriptors.py::"
+            "test_a_cached_launchs_seal_holds_however_close_range_answers[faked]",
+        ),
+    ),
 ]
 
 

@@ -255,13 +255,15 @@ def _seal(keep: tuple[int, ...]) -> None:
     ``/proc/self/fd`` as :func:`seal_descriptors` does cost a hit 0.05 to 0.35 ms (the first
     listing in a process makes the kernel's entries for it). Where the call fails (a kernel
     before 5.11, a container's filter that refuses it), or says it did what it did not (a
-    filter faking success: the first of ``keep`` is still inheritable), the listing it is."""
+    filter faking success: one of ``keep`` above stderr is still inheritable), or nothing
+    could tell, the listing it is."""
+    probe = next((fd for fd in keep if fd > 2), None)
     try:
         gate_abi.cloexec_from(3)
     except OSError:
         seal_descriptors(keep)
         return
-    if keep and keep[0] > 2 and os.get_inheritable(keep[0]):
+    if probe is None or os.get_inheritable(probe):
         seal_descriptors(keep)
         return
     for fd in keep:

@@ -272,7 +272,8 @@ def openat2(dirfd: int, path: bytes, flags: int, resolve: int) -> int:
 
 def cloexec_from(first: int) -> None:
     """Mark every descriptor numbered ``first`` or above close-on-exec, in one call
-    (``close_range`` with CLOSE_RANGE_CLOEXEC, Linux 5.11). OSError on an older kernel."""
+    (``close_range`` with CLOSE_RANGE_CLOEXEC, Linux 5.11). OSError on an older kernel, or where
+    a filter refuses it."""
     _check(
         _lib().syscall(
             _number("close_range"), c_uint(first), c_uint(0xFFFFFFFF), c_uint(CLOSE_RANGE_CLOEXEC)
