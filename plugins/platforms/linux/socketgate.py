@@ -708,7 +708,11 @@ class Gate:
         finally:
             if view is not None:
                 view.close()
-        if os.get_blocking(sock):  # it may take long (a TCP handshake): never in the loop
+        # A blocking connect may take long (a TCP handshake): never in the loop. (The sandbox
+        # can clear O_NONBLOCK between this look and the connect below, and so stall its own
+        # gate while a connect of its waits: its own calls only, which any of its processes
+        # could stop anyway; handing every connect off would cost each a thread's wake-up.)
+        if os.get_blocking(sock):
             if not self._workers.submit(
                 lambda: self._connect(listener, call.id, sock, target, address)
             ):
