@@ -27,6 +27,7 @@ Run from a clean clone after ./scripts/setup:  .venv/bin/python bench/spawn.py [
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import shutil
 import socket
@@ -116,7 +117,9 @@ def main() -> None:
         os.mkdir(work)
         command = [egg, "exec", "--", "/bin/true"]
         # in a directory of its own, outside HOME (the first on its sys.path: egg protects it)
-        wrapper = os.path.join(tempfile.mkdtemp(dir="/var/tmp", prefix="egg-wrapper-"), "egg")
+        wrapper_dir = tempfile.mkdtemp(dir="/var/tmp", prefix="egg-wrapper-")
+        atexit.register(shutil.rmtree, wrapper_dir, ignore_errors=True)  # (however it ends)
+        wrapper = os.path.join(wrapper_dir, "egg")
         with open(wrapper, "w") as handle:
             handle.write(OLD_PIP_WRAPPER.format(python=sys.executable))
         os.chmod(wrapper, 0o755)
@@ -148,7 +151,6 @@ def main() -> None:
                     cached[name].append(took)
             if len(uncached) < max(10, args.runs // 3):
                 uncached.append(once(command, cold, work))
-        shutil.rmtree(os.path.dirname(wrapper))
         socket_rows = _with_sockets(egg, env, cold, work, args.runs)
     if any(not samples for samples in cached.values()):
         raise SystemExit(f"no exec cache hit for {[n for n, s in cached.items() if not s]}")
